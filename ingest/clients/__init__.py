@@ -1,0 +1,1 @@
+"""I/O clients with timeouts: git repositories (``git``), the Prometheus HTTP API."""

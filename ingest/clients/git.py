@@ -1,0 +1,411 @@
+"""Read a git repository's history through the ``git`` CLI (never by reading ``.git`` by hand).
+
+An I/O client: it runs ``git`` in a subprocess with a deadline and returns plain
+:class:`~ingest.parsers.gitlog.CommitInfo` values for the pure parser to turn into records.
+Repositories may come from uploaded bundles, so git is told not to run anything the repository's
+own config could ask for (external diff drivers, textconv filters, fsmonitor hooks).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingest.parsers.configfiles import is_config_path
+from ingest.parsers.gitlog import CommitInfo, FileStat, split_message
+
+logger = logging.getLogger(__name__)
+
+_MARK = b"\x00\x1eINCIDENT-TIMELINE-COMMIT\x1f"
+_FORMAT = "%x00%x1eINCIDENT-TIMELINE-COMMIT%x1f%H%x00%P%x00%an%x00%ae%x00%aI%x00%cI%x00%B%x00"
+_HEADER_FIELDS = 7
+_ZERO_OID = frozenset({"0" * 40, "0" * 64})
+_REGULAR_FILE_MODES = frozenset({"100644", "100755"})
+# A config or doc bigger than this is not a hand-written setting file; skip it, keep memory flat.
+MAX_TEXT_BYTES = 4 * 1024 * 1024
+# Git variables that would point `git -C path` at some other repository (e.g. inside a hook).
+_GIT_ENV_DROP = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+)
+
+
+def is_repository(path: Path) -> bool:
+    """True when ``path`` is the top of a git work tree, or a bare repository itself.
+
+    A directory that merely sits inside some other repository is not one.
+    """
+    if not path.is_dir():
+        return False
+    # A cheap look before spawning git: bundle walks ask this of every directory.
+    bare_like = (path / "HEAD").is_file() and (path / "objects").is_dir()
+    if not (path / ".git").exists() and not bare_like:
+        return False
+    deadline = time.monotonic() + 10.0
+    try:
+        out = _git(path, ["rev-parse", "--is-bare-repository", "--absolute-git-dir"], deadline)
+    except RuntimeError:
+        return False
+    lines = out.decode("utf-8", errors="replace").splitlines()
+    if len(lines) < 2:
+        return False
+    target = path.resolve()
+    if lines[0].strip() == "true":
+        return Path(lines[1].strip()).resolve() == target
+    try:
+        top = _git(path, ["rev-parse", "--show-toplevel"], deadline)
+    except RuntimeError:
+        return False
+    return Path(top.decode("utf-8", errors="replace").strip()).resolve() == target
+
+
+def is_repository_root(path: Path) -> bool:
+    """Alias of :func:`is_repository`, the name the bundle walk uses."""
+    return is_repository(path)
+
+
+def head(path: Path, *, timeout: float = 10.0) -> str:
+    """HEAD's commit hash ("" for a repository without commits); ValueError if no repository."""
+    path = Path(path)
+    if not is_repository(path):
+        raise ValueError(f"{path} is not a git repository")
+    proc = _run(path, ["rev-parse", "--verify", "--quiet", "HEAD"], time.monotonic() + timeout)
+    return proc.stdout.decode("ascii", errors="replace").strip() if proc.returncode == 0 else ""
+
+
+def read_repository(
+    path: Path, *, timeout: float = 60.0, max_commits: int = 100_000
+) -> list[CommitInfo]:
+    """All commits of HEAD's history, oldest first, with config/doc texts before and after.
+
+    Texts are filled for commits on HEAD's first-parent line, merges diffed against their
+    first parent; side-branch commits carry none, since their settings reach the deployed line
+    with the merge. If the history is longer than ``max_commits``, the newest ``max_commits``
+    are returned and a warning is logged.
+    Raises ValueError if ``path`` is not a repository, RuntimeError when git fails or times out.
+    """
+    path = Path(path)
+    if not is_repository(path):
+        raise ValueError(
+            f"{path} is not a git repository: expected the top directory of a work tree "
+            "(the one holding .git) or a bare repository"
+        )
+    deadline = time.monotonic() + timeout
+    head = _run(path, ["rev-parse", "--verify", "--quiet", "HEAD"], deadline)
+    if head.returncode != 0:
+        return []  # an empty repository: no commit yet
+    out = _git(
+        path,
+        [
+            "log",
+            "--reverse",
+            "-M",
+            "--diff-merges=first-parent",
+            "--raw",
+            "--numstat",
+            "-z",
+            "--no-abbrev",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-color",
+            "--no-show-signature",
+            "--encoding=UTF-8",
+            f"--max-count={max_commits + 1}",
+            f"--format=format:{_FORMAT}",
+            "HEAD",
+            "--",
+        ],
+        deadline,
+    )
+    raw_commits = [_parse_record(record, path) for record in out.split(_MARK) if record]
+    if len(raw_commits) > max_commits:
+        logger.warning(
+            "%s: history is longer than %d commits; reading only the newest %d",
+            path,
+            max_commits,
+            max_commits,
+        )
+        raw_commits = raw_commits[len(raw_commits) - max_commits :]
+    # Settings are diffed along HEAD's first-parent line only: a side-branch commit changes
+    # nothing on the deployed line until its merge, and diffing both would report it twice.
+    mainline = set(_git(path, ["rev-list", "--first-parent", "HEAD"], deadline).decode().split())
+    diffed = [raw for raw in raw_commits if raw.hash in mainline]
+    blobs = _read_blobs(path, _wanted_blobs(diffed), deadline)
+    return [_commit_info(raw, blobs, with_texts=raw.hash in mainline) for raw in raw_commits]
+
+
+# --- running git --------------------------------------------------------------------------------
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
+    env.update(
+        {
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_NO_REPLACE_OBJECTS": "1",
+            "GIT_PAGER": "cat",
+            "LC_ALL": "C",
+        }
+    )
+    return env
+
+
+def _run(
+    path: Path, args: list[str], deadline: float, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise RuntimeError(f"git {args[0]} in {path}: out of time before it could start")
+    command = [
+        "git",
+        "-C",
+        str(path),
+        "-c",
+        "core.fsmonitor=false",
+        "-c",
+        "core.quotePath=false",
+        "-c",
+        "log.showSignature=false",
+        *args,
+    ]
+    try:
+        return subprocess.run(
+            command,
+            input=stdin,
+            capture_output=True,
+            timeout=remaining,
+            env=_env(),
+            check=False,
+        )
+    except FileNotFoundError:
+        raise RuntimeError(
+            "the git command-line tool is not installed (no 'git' on PATH)"
+        ) from None
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"git {args[0]} in {path} timed out (deadline reached)") from None
+
+
+def _git(path: Path, args: list[str], deadline: float, stdin: bytes | None = None) -> bytes:
+    proc = _run(path, args, deadline, stdin)
+    if proc.returncode != 0:
+        stderr = proc.stderr.decode("utf-8", errors="replace").strip()
+        raise RuntimeError(
+            f"git {args[0]} failed in {path} (exit {proc.returncode}): {stderr or 'no message'}"
+        )
+    return proc.stdout
+
+
+# --- parsing `git log -z --raw --numstat` -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Raw:
+    """One ``--raw`` entry: modes, blob ids and the paths (old is None unless renamed)."""
+
+    src_mode: str
+    dst_mode: str
+    src_oid: str
+    dst_oid: str
+    status: str
+    path: str
+    old_path: str | None
+
+
+@dataclass(frozen=True)
+class _RawCommit:
+    hash: str
+    parents: tuple[str, ...]
+    author: str
+    email: str
+    authored_at: dt.datetime
+    committed_at: dt.datetime
+    message: str
+    raws: tuple[_Raw, ...]
+    stats: tuple[FileStat, ...]
+
+
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", errors="replace")
+
+
+def _parse_record(record: bytes, path: Path) -> _RawCommit:
+    fields = record.split(b"\x00", _HEADER_FIELDS)
+    if len(fields) < _HEADER_FIELDS:
+        raise RuntimeError(f"git log in {path}: unexpected output (a commit record is cut short)")
+    commit_hash, parents, author, email, authored, committed, message = (
+        _text(f) for f in fields[:_HEADER_FIELDS]
+    )
+    rest = fields[_HEADER_FIELDS] if len(fields) > _HEADER_FIELDS else b""
+    try:
+        raws, stats = _parse_changes(rest)
+        authored_at = dt.datetime.fromisoformat(authored).astimezone(dt.UTC)
+        committed_at = dt.datetime.fromisoformat(committed).astimezone(dt.UTC)
+    except (ValueError, IndexError) as exc:
+        raise RuntimeError(
+            f"git log in {path}: unexpected output for commit {commit_hash[:12]}: {exc}"
+        ) from None
+    return _RawCommit(
+        hash=commit_hash,
+        parents=tuple(parents.split()),
+        author=author,
+        email=email,
+        authored_at=authored_at,
+        committed_at=committed_at,
+        message=message,
+        raws=tuple(raws),
+        stats=tuple(stats),
+    )
+
+
+def _read_nul(buf: bytes, pos: int) -> tuple[bytes, int]:
+    end = buf.index(b"\x00", pos)
+    return buf[pos:end], end + 1
+
+
+def _parse_changes(buf: bytes) -> tuple[list[_Raw], list[FileStat]]:
+    """Parse the ``-z`` raw entries (``:mode mode oid oid S\\0path\\0``) and numstat entries."""
+    raws: list[_Raw] = []
+    stats: list[FileStat] = []
+    pos = 0
+    while pos < len(buf):
+        if buf[pos : pos + 1] in (b"\x00", b"\n"):
+            pos += 1  # separators git puts between the message and the diff
+            continue
+        if buf[pos : pos + 1] == b":":
+            meta, pos = _read_nul(buf, pos + 1)
+            src_mode, dst_mode, src_oid, dst_oid, status = _text(meta).split(" ")
+            first, pos = _read_nul(buf, pos)
+            old: str | None = None
+            new = _text(first)
+            if status[:1] in ("R", "C"):
+                second, pos = _read_nul(buf, pos)
+                old, new = new, _text(second)
+            raws.append(_Raw(src_mode, dst_mode, src_oid, dst_oid, status, new, old))
+            continue
+        tab1 = buf.index(b"\t", pos)
+        tab2 = buf.index(b"\t", tab1 + 1)
+        added, removed = _text(buf[pos:tab1]), _text(buf[tab1 + 1 : tab2])
+        pos = tab2 + 1
+        old_path: str | None = None
+        if buf[pos : pos + 1] == b"\x00":  # a rename: "\0old\0new\0"
+            old_raw, pos = _read_nul(buf, pos + 1)
+            new_raw, pos = _read_nul(buf, pos)
+            old_path = _text(old_raw)
+        else:
+            new_raw, pos = _read_nul(buf, pos)
+        stats.append(
+            FileStat(
+                path=_text(new_raw),
+                added=None if added == "-" else int(added),
+                removed=None if removed == "-" else int(removed),
+                old_path=old_path,
+            )
+        )
+    return raws, stats
+
+
+# --- blobs --------------------------------------------------------------------------------------
+
+
+def _wanted(raw: _Raw) -> bool:
+    return is_config_path(raw.path) or (raw.old_path is not None and is_config_path(raw.old_path))
+
+
+def _side_oid(mode: str, oid: str) -> str | None:
+    if oid in _ZERO_OID or mode not in _REGULAR_FILE_MODES:
+        return None
+    return oid
+
+
+def _wanted_blobs(commits: list[_RawCommit]) -> list[str]:
+    oids: dict[str, None] = {}
+    for commit in commits:
+        for raw in commit.raws:
+            if not _wanted(raw):
+                continue
+            for oid in (_side_oid(raw.src_mode, raw.src_oid), _side_oid(raw.dst_mode, raw.dst_oid)):
+                if oid is not None:
+                    oids[oid] = None
+    return list(oids)
+
+
+def _read_blobs(path: Path, oids: list[str], deadline: float) -> dict[str, str | None]:
+    """Blob texts by id (None if too big): one ``cat-file --batch-check``, one ``--batch``."""
+    if not oids:
+        return {}
+    sizes: dict[str, int] = {}
+    check = _git(path, ["cat-file", "--batch-check"], deadline, ("\n".join(oids) + "\n").encode())
+    for line in check.decode("utf-8", errors="replace").splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] == "blob":
+            sizes[parts[0]] = int(parts[2])
+    small = [oid for oid in oids if sizes.get(oid, MAX_TEXT_BYTES + 1) <= MAX_TEXT_BYTES]
+    texts: dict[str, str | None] = dict.fromkeys(oids)
+    if not small:
+        return texts
+    out = _git(path, ["cat-file", "--batch"], deadline, ("\n".join(small) + "\n").encode())
+    pos = 0
+    while pos < len(out):
+        end = out.index(b"\n", pos)
+        header = _text(out[pos:end]).split()
+        pos = end + 1
+        if len(header) != 3:
+            continue  # "<oid> missing": leave it None
+        oid, _kind, size_text = header
+        size = int(size_text)
+        texts[oid] = _text(out[pos : pos + size])
+        pos += size + 1  # the content is followed by a newline
+    return texts
+
+
+def _commit_info(raw: _RawCommit, blobs: dict[str, str | None], *, with_texts: bool) -> CommitInfo:
+    subject, body = split_message(raw.message)
+    texts: dict[str, tuple[str | None, str | None]] = {}
+    for entry in raw.raws if with_texts else ():
+        if not _wanted(entry):
+            continue
+        before_oid = _side_oid(entry.src_mode, entry.src_oid)
+        after_oid = _side_oid(entry.dst_mode, entry.dst_oid)
+        before = blobs.get(before_oid) if before_oid else None
+        after = blobs.get(after_oid) if after_oid else None
+        if (before_oid and before is None) or (after_oid and after is None):
+            logger.warning(
+                "commit %s: %s is larger than %d bytes or unreadable; its settings are skipped",
+                raw.hash[:12],
+                entry.path,
+                MAX_TEXT_BYTES,
+            )
+            continue
+        if entry.old_path is not None and not is_config_path(entry.path):
+            texts[entry.old_path] = (before, None)  # renamed away from a config name
+        elif entry.old_path is not None and not is_config_path(entry.old_path):
+            texts[entry.path] = (None, after)  # became a config file by its new name
+        else:
+            # A rename between config names diffs old contents against new ones, so moving
+            # launch.sh to run.sh is not reported as every setting removed and re-added.
+            texts[entry.path] = (before, after)
+    return CommitInfo(
+        hash=raw.hash,
+        parents=raw.parents,
+        author=raw.author,
+        email=raw.email,
+        authored_at=raw.authored_at,
+        committed_at=raw.committed_at,
+        subject=subject,
+        body=body,
+        files=raw.stats,
+        texts=texts,
+    )

@@ -1,0 +1,363 @@
+"""Settings in config files of a deploy repository, and the changes between two versions.
+
+Pure: path and text in, :class:`Setting` values out. A git reader fetches the files for which
+:func:`is_config_path` is true, reads each version with :func:`extract_settings` and turns two
+versions into changes with :func:`diff_settings`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import posixpath
+import re
+import shlex
+import tomllib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import yaml
+
+from .docs import markdown_settings
+from .shell import expand_vars, shell_settings
+from .types import SCOPE_ENV, SCOPE_FILE, UTC, ConfigChangeRecord, ParseError, Setting
+
+__all__ = ["diff_settings", "extract_settings", "is_config_path"]
+
+_SHELL_SUFFIXES = (".sh", ".bash", ".zsh")
+_SCRIPT_PREFIXES = ("launch", "run", "start")
+_MARKDOWN_SUFFIXES = (".md", ".markdown")
+_YAML_SUFFIXES = (".yaml", ".yml")
+_NOT_CONFIG = frozenset({"package-lock.json"})
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+_TOML_LINE = re.compile(r"at line (\d+)")
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
+
+
+def _kind(path: str) -> str:
+    name = posixpath.basename(path).lower()
+    if name in _NOT_CONFIG:
+        return ""
+    if name.endswith(_MARKDOWN_SUFFIXES):
+        return "markdown"
+    if name == ".env" or name.endswith(".env") or name.startswith(".env."):
+        return "dotenv"
+    if name.endswith(_SHELL_SUFFIXES):
+        return "shell"
+    if name.endswith(_YAML_SUFFIXES):
+        return "yaml"
+    if name.endswith(".toml"):
+        return "toml"
+    if name.endswith(".json"):
+        return "json"
+    # Extensionless launch scripts: `launch`, `run_server`, `start-dsv4`.
+    if "." not in name and name.startswith(_SCRIPT_PREFIXES):
+        return "shell"
+    return ""
+
+
+def is_config_path(path: str) -> bool:
+    """Whether a file's contents can assert settings (scripts, .env, YAML/TOML/JSON, Markdown)."""
+    return bool(_kind(path))
+
+
+def extract_settings(path: str, text: str) -> list[Setting]:
+    """The settings one version of a file asserts; ``[]`` for a file that is not config.
+
+    Malformed YAML/TOML/JSON/.env raises ParseError naming the line where one is known.
+    """
+    text = text.removeprefix("\ufeff")
+    try:
+        return _extract(_kind(path), path, text)
+    except RecursionError as exc:
+        raise ParseError(
+            path, 0, "expected nesting a parser can follow; this file nests too deep"
+        ) from exc
+
+
+def _extract(kind: str, path: str, text: str) -> list[Setting]:
+    if kind == "markdown":
+        return markdown_settings(text, path=path)
+    if kind == "shell":
+        return shell_settings(text, where=path)
+    if kind == "dotenv":
+        return _dotenv_settings(path, text)
+    if kind == "yaml":
+        return _yaml_settings(path, text)
+    if kind == "toml":
+        try:
+            data: Any = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            found = _TOML_LINE.search(str(exc))
+            raise ParseError(
+                path, int(found.group(1)) if found else 0, f"expected valid TOML: {exc}"
+            ) from exc
+        return _plain_settings(path, data)
+    if kind == "json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ParseError(
+                path, exc.lineno, f"expected valid JSON: {exc.msg} (column {exc.colno})"
+            ) from exc
+        return _plain_settings(path, data)
+    return []
+
+
+# --- .env ----------------------------------------------------------------------------------------
+
+
+def _dotenv_settings(path: str, text: str) -> list[Setting]:
+    out: list[Setting] = []
+    env: dict[str, str] = {}
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export ") :].lstrip()
+        name, eq, rest = line.partition("=")
+        name = name.strip()
+        if not eq or not _ENV_NAME.fullmatch(name):
+            raise ParseError(
+                path, lineno, f"expected KEY=VALUE (a variable name, '=', a value), got {raw!r}"
+            )
+        value = _dotenv_value(rest.strip(), path, lineno)
+        if not rest.strip().startswith("'"):
+            value = expand_vars(value, env)
+        env[name] = value
+        out.append(Setting(name, value, SCOPE_ENV, f"{path}:{lineno}"))
+    return out
+
+
+def _dotenv_value(rest: str, path: str, lineno: int) -> str:
+    if rest[:1] in ("'", '"'):
+        try:
+            words = shlex.split(rest, comments=True)
+        except ValueError as exc:
+            raise ParseError(
+                path, lineno, f"expected a closing {rest[0]} on the same line ({exc})"
+            ) from exc
+        if len(words) != 1:
+            raise ParseError(
+                path, lineno, "expected one quoted value, then nothing but a # comment"
+            )
+        return words[0]
+    # Unquoted: an inline comment starts at " #".
+    cut = rest.find(" #")
+    return (rest[:cut] if cut >= 0 else rest).strip()
+
+
+# --- YAML ----------------------------------------------------------------------------------------
+
+
+def _yaml_settings(path: str, text: str) -> list[Setting]:
+    try:
+        documents = [d for d in yaml.compose_all(text, Loader=yaml.SafeLoader) if d is not None]
+        walker = _YamlWalker(path, multi=len(documents) > 1)
+        for index, document in enumerate(documents):
+            walker.walk(document, f"{index}" if walker.multi else "")
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        what = exc.problem or exc.context or "a well-formed document"
+        raise ParseError(
+            path,
+            mark.line + 1 if mark is not None else 0,
+            f"expected valid YAML: {what}"
+            + (f" (column {mark.column + 1})" if mark is not None else ""),
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise ParseError(path, 0, f"expected valid YAML: {exc}") from exc
+    return walker.settings + walker.env_settings
+
+
+class _YamlWalker:
+    """Flattens YAML nodes to dotted keys, keeping each value's line for ``where``."""
+
+    def __init__(self, path: str, *, multi: bool) -> None:
+        self.path = path
+        self.multi = multi
+        self.settings: list[Setting] = []
+        self.env_settings: list[Setting] = []
+        self.constructor = yaml.SafeLoader("")
+
+    def value(self, node: yaml.Node) -> Any:
+        return self.constructor.construct_object(node, deep=True)
+
+    def where(self, node: yaml.Node) -> str:
+        return f"{self.path}:{node.start_mark.line + 1}"
+
+    def walk(self, node: yaml.Node, prefix: str, *, record: bool = True) -> None:
+        """Record scalars (and lists as JSON) under dotted keys; find env blocks and commands.
+
+        Lists are one setting each, but their items are still searched (``record=False``):
+        a k8s container's ``env`` and ``command`` sit inside the ``containers`` list.
+        """
+        if isinstance(node, yaml.MappingNode):
+            self.constructor.flatten_mapping(node)  # resolves `<<: *anchor` merges
+            commands: dict[str, yaml.Node] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = str(key_node.value)
+                dotted = f"{prefix}.{key}" if prefix else key
+                if key in ("env", "environment"):
+                    self.env_settings.extend(self.env_block(value_node))
+                if key in ("command", "args", "entrypoint"):
+                    commands[key] = value_node
+                self.walk(value_node, dotted, record=record)
+            if commands:
+                self.env_settings.extend(self.launch(commands))
+        elif isinstance(node, yaml.SequenceNode):
+            if record:
+                self.settings.append(
+                    Setting(prefix, _render(self.value(node)), SCOPE_FILE, self.where(node))
+                )
+            for item in node.value:
+                self.walk(item, prefix, record=False)
+        elif isinstance(node, yaml.ScalarNode) and prefix and record:
+            self.settings.append(
+                Setting(prefix, _render(self.value(node)), SCOPE_FILE, self.where(node))
+            )
+
+    def env_block(self, node: yaml.Node) -> list[Setting]:
+        """A k8s ``env:`` list or a compose ``environment:`` map or list, each entry at its line."""
+        if isinstance(node, yaml.MappingNode):
+            return [
+                s
+                for key_node, value_node in node.value
+                for s in _env_block({key_node.value: self.value(value_node)}, self.where(key_node))
+            ]
+        if isinstance(node, yaml.SequenceNode):
+            return [
+                s for item in node.value for s in _env_block([self.value(item)], self.where(item))
+            ]
+        return []
+
+    def launch(self, commands: Mapping[str, yaml.Node]) -> list[Setting]:
+        """Flags of a server launched by a container's ``command``/``args`` (k8s, compose)."""
+        words: list[str] = []
+        line = 0
+        for key in ("entrypoint", "command", "args"):
+            node = commands.get(key)
+            if node is None:
+                continue
+            line = line or node.start_mark.line + 1
+            value = self.value(node)
+            if isinstance(value, list):
+                words.extend(str(v) for v in value)
+            elif isinstance(value, str):
+                words.extend(shlex.split(value) if _splits(value) else value.split())
+        # `sh -c "python3 -m sglang.launch_server ..."`: the script is the last word.
+        if len(words) >= 3 and posixpath.basename(words[0]) in _SHELLS and words[1] == "-c":
+            return shell_settings(words[2], where=self.path, first_line=line)
+        return [
+            Setting(s.key, s.value, s.scope, f"{self.path}:{line}", s.condition)
+            for s in shell_settings(shlex.join(words), where=self.path)
+        ]
+
+
+def _splits(value: str) -> bool:
+    try:
+        shlex.split(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _env_block(value: Any, where: str) -> list[Setting]:
+    """Environment variables of a k8s ``env:`` list, a compose ``environment:`` map or list."""
+    out: list[Setting] = []
+    if isinstance(value, dict):
+        for name, val in value.items():
+            if isinstance(name, str) and _ENV_NAME.fullmatch(name) and not isinstance(val, dict):
+                out.append(Setting(name, _render(val), SCOPE_ENV, where))
+    elif isinstance(value, list):
+        for entry in value:
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str) and "value" in entry:
+                out.append(Setting(entry["name"], _render(entry["value"]), SCOPE_ENV, where))
+            elif isinstance(entry, str) and "=" in entry:
+                name, _, val = entry.partition("=")
+                if _ENV_NAME.fullmatch(name):
+                    out.append(Setting(name, val, SCOPE_ENV, where))
+    return out
+
+
+# --- TOML / JSON ---------------------------------------------------------------------------------
+
+
+def _plain_settings(path: str, data: Any) -> list[Setting]:
+    """Flatten parsed TOML/JSON. These parsers report no positions, so ``where`` is the path."""
+    out: list[Setting] = []
+    env: list[Setting] = []
+
+    def walk(value: Any, prefix: str) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                dotted = f"{prefix}.{key}" if prefix else str(key)
+                if key in ("env", "environment"):
+                    env.extend(_env_block(inner, path))
+                walk(inner, dotted)
+        elif prefix:
+            out.append(Setting(prefix, _render(value), SCOPE_FILE, path))
+
+    walk(data, "")
+    return out + env
+
+
+def _render(value: Any) -> str:
+    """A scalar as text: strings as they are, everything else as JSON would write it."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):  # YAML !!binary
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    return json.dumps(value, ensure_ascii=False, default=_json_default)
+
+
+def _json_default(value: Any) -> str:
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    return str(value)
+
+
+# --- diff ----------------------------------------------------------------------------------------
+
+
+def diff_settings(
+    before: Iterable[Setting], after: Iterable[Setting], *, at: dt.datetime, source: str, ref: str
+) -> list[ConfigChangeRecord]:
+    """Changes from one state to the next, sorted by key.
+
+    A setting's identity is (key, condition); when one state names a key twice the last one
+    wins. Introduced keys have ``old=None``, removed keys ``new=None``; unchanged keys yield
+    nothing. ``at`` must be aware; it is stored in UTC.
+    """
+    if at.tzinfo is None or at.utcoffset() is None:
+        raise ValueError("diff_settings needs an aware datetime for `at`")
+    at = at.astimezone(UTC)
+    old_state = {(s.key, s.condition): s for s in before}
+    new_state = {(s.key, s.condition): s for s in after}
+    out: list[ConfigChangeRecord] = []
+    for identity in sorted(old_state.keys() | new_state.keys()):
+        old = old_state.get(identity)
+        new = new_state.get(identity)
+        if old is not None and new is not None and old.value == new.value:
+            continue
+        current = new if new is not None else old
+        assert current is not None  # the identity came from one of the two states
+        out.append(
+            ConfigChangeRecord(
+                key=identity[0],
+                old=old.value if old is not None else None,
+                new=new.value if new is not None else None,
+                at=at,
+                scope=current.scope,
+                source=source,
+                ref=ref,
+                where=current.where,
+                condition=identity[1],
+            )
+        )
+    return out

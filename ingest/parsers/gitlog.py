@@ -1,0 +1,482 @@
+"""Commit history: `git log` text output, and commits read by the repository client.
+
+Pure: bytes or :class:`CommitInfo` values in, a :class:`ParseResult` out. The text form is the
+output of::
+
+    git log --date=iso-strict \\
+        --pretty=format:'commit %H%nAuthor: %an <%ae>%nDate: %ad%n%n%w(0,4,4)%B' --numstat
+
+Every message line there is indented by four spaces, so message text can never be mistaken for
+a header or a numstat line. Git's default ``medium`` layout (``Merge:`` lines, ``Date:   ``) and
+``--pretty=fuller`` headers are read too, because people paste those as often.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .configfiles import diff_settings, extract_settings, is_config_path
+from .types import (
+    KIND_COMMIT,
+    KIND_DOC_REVISION,
+    LANE_COMMITS,
+    LANE_DOCS,
+    SOURCE_COMMIT,
+    SOURCE_DOC,
+    UTC,
+    EventRecord,
+    ParseContext,
+    ParseError,
+    ParseResult,
+    Setting,
+)
+
+KIND_GIT_LOG = "git_log"
+KIND_GIT_REPO = "git_repo"
+
+_HASH = r"(?:[0-9a-f]{64}|[0-9a-f]{40})"
+_COMMIT_RE = re.compile(rf"^commit ({_HASH})((?: {_HASH})*)(?: \(.*\))?$")
+_AUTHOR_RE = re.compile(r"^(.*?)\s*<([^<>]*)>$")
+_NUMSTAT_RE = re.compile(r"^(\d+|-)\t(\d+|-)\t(.+)$")
+_HEADERS = {"Author", "Date", "AuthorDate", "Commit", "CommitDate", "Merge"}
+_ISO_SPACED_RE = re.compile(
+    r"^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}) ([+-]\d{2})(\d{2})$"  # --date=iso
+)
+_DATE_EXPECTED = "expected an ISO 8601 date such as 2026-11-20T07:30:00-08:00 (--date=iso-strict)"
+_DOC_SUFFIXES = (".md", ".markdown")
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """One changed path of a commit; ``added``/``removed`` are None for binary files."""
+
+    path: str
+    added: int | None
+    removed: int | None
+    old_path: str | None = None  # set when the file was renamed (or copied) from another path
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """One commit. ``texts`` maps a config/doc path to its (before, after) contents.
+
+    None in ``texts`` means the file is absent on that side; only the repository client fills
+    ``texts`` (a ``git log`` text carries no file contents).
+    """
+
+    hash: str
+    parents: tuple[str, ...]
+    author: str
+    email: str
+    authored_at: dt.datetime
+    committed_at: dt.datetime
+    subject: str
+    body: str
+    files: tuple[FileStat, ...]
+    texts: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    line: int = 0  # line of the ``commit`` header in a log text, for messages and links
+
+
+# --- git log text -------------------------------------------------------------------------------
+
+
+def looks_like_git_log_text(name: str, head: bytes) -> bool:
+    """True when ``head`` starts like ``git log`` output (``commit <hash>`` then headers)."""
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    lines = [ln.rstrip("\r") for ln in text.split("\n")]
+    lines = [ln for ln in lines if ln.strip()]
+    if not lines or not _COMMIT_RE.match(lines[0]):
+        return False
+    if len(lines) == 1:
+        return name.endswith(".gitlog")
+    return lines[1].partition(":")[0] in _HEADERS
+
+
+def parse_git_log_text(data: bytes, ctx: ParseContext) -> list[CommitInfo]:
+    """Read ``git log --numstat`` text (see the module docstring) into commits, in file order."""
+    lines = _decode_lines(data, ctx.name)
+    commits: list[CommitInfo] = []
+    i, n = 0, len(lines)
+    while i < n:
+        if not lines[i].strip():
+            i += 1
+            continue
+        commit, i = _read_commit(lines, i, ctx)
+        commits.append(commit)
+    return commits
+
+
+def parse_git_log(data: bytes, ctx: ParseContext) -> ParseResult:
+    """Parse ``git log`` text into commit events (kind ``git_log``)."""
+    commits = parse_git_log_text(data, ctx)
+    return commits_to_result(commits, repo=_repo_name(ctx.name), ctx=ctx, kind=KIND_GIT_LOG)
+
+
+def _decode_lines(data: bytes, name: str) -> list[str]:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ParseError(
+            name, line, f"expected UTF-8 text, found undecodable byte 0x{data[exc.start]:02x}"
+        ) from None
+    text = text.removeprefix("\ufeff")
+    return [ln.removesuffix("\r") for ln in text.split("\n")]
+
+
+def _read_commit(lines: list[str], start: int, ctx: ParseContext) -> tuple[CommitInfo, int]:
+    name = ctx.name
+    m = _COMMIT_RE.match(lines[start])
+    if not m:
+        raise ParseError(
+            name, start + 1, f"expected 'commit <40 hex digit hash>', found {lines[start][:80]!r}"
+        )
+    commit_hash = m.group(1)
+    parents = tuple(m.group(2).split())
+    headers: dict[str, tuple[str, int]] = {}
+    i, n = start + 1, len(lines)
+    while True:
+        if i >= n:
+            missing = [h for h in ("Author", "Date") if h not in headers]
+            what = f"the {' and '.join(missing)} line(s)" if missing else "a blank line"
+            raise ParseError(
+                name,
+                n,
+                f"the log ends inside the header of commit {commit_hash[:12]}: expected {what} "
+                "followed by the indented message",
+            )
+        line = lines[i]
+        if line == "" or line.startswith("    "):
+            break
+        key, sep, value = line.partition(":")
+        if not sep or key not in _HEADERS:
+            raise ParseError(
+                name,
+                i + 1,
+                f"expected a header line 'Author: name <email>' or 'Date: <date>' in commit "
+                f"{commit_hash[:12]}, found {line[:80]!r}",
+            )
+        headers[key] = (value.strip(), i + 1)
+        i += 1
+    if line == "":
+        i += 1  # the blank line between headers and message
+
+    author_value = headers.get("Author")
+    if author_value is None:
+        raise _missing_header(name, start, commit_hash, "Author: name <email>", lines[i:])
+    am = _AUTHOR_RE.match(author_value[0])
+    if not am:
+        raise ParseError(
+            name, author_value[1], f"expected 'Author: name <email>', found {author_value[0]!r}"
+        )
+    date_value = headers.get("Date") or headers.get("AuthorDate")
+    if date_value is None:
+        raise _missing_header(name, start, commit_hash, "Date: <date>", lines[i:])
+    authored_at = _parse_date(date_value[0], ctx, date_value[1])
+    committed_at = authored_at
+    if "CommitDate" in headers:
+        committed_at = _parse_date(headers["CommitDate"][0], ctx, headers["CommitDate"][1])
+    if not parents and "Merge" in headers:
+        parents = tuple(headers["Merge"][0].split())  # abbreviated hashes in the medium layout
+
+    message: list[str] = []
+    while i < n and (lines[i].startswith("    ") or not lines[i].strip()):
+        message.append(lines[i][4:] if lines[i].startswith("    ") else "")
+        i += 1
+    subject, body = split_message("\n".join(message))
+
+    files: list[FileStat] = []
+    while i < n:
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        if line.startswith("commit "):
+            break
+        fm = _NUMSTAT_RE.match(line)
+        if not fm:
+            raise ParseError(
+                name,
+                i + 1,
+                "expected a --numstat line 'added<TAB>removed<TAB>path' or the next "
+                f"'commit <hash>' line, found {line[:80]!r}",
+            )
+        path, old_path = _numstat_path(fm.group(3))
+        files.append(
+            FileStat(
+                path=path,
+                added=None if fm.group(1) == "-" else int(fm.group(1)),
+                removed=None if fm.group(2) == "-" else int(fm.group(2)),
+                old_path=old_path,
+            )
+        )
+        i += 1
+
+    commit = CommitInfo(
+        hash=commit_hash,
+        parents=parents,
+        author=am.group(1),
+        email=am.group(2),
+        authored_at=authored_at,
+        committed_at=committed_at,
+        subject=subject,
+        body=body,
+        files=tuple(files),
+        line=start + 1,
+    )
+    return commit, i
+
+
+def _missing_header(
+    name: str, start: int, commit_hash: str, header: str, rest: list[str]
+) -> ParseError:
+    if not any(line.strip() for line in rest):
+        what = f"the log ends inside the header of commit {commit_hash[:12]}"
+    else:
+        what = f"commit {commit_hash[:12]} has no '{header.split(':')[0]}:' line"
+    return ParseError(name, start + 1, f"{what}: expected a '{header}' line")
+
+
+def split_message(message: str) -> tuple[str, str]:
+    """Split a commit message: subject = first paragraph joined by spaces (as git's %s)."""
+    lines = message.strip("\n").split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    subject_lines: list[str] = []
+    k = 0
+    while k < len(lines) and lines[k].strip():
+        subject_lines.append(lines[k].strip())
+        k += 1
+    body = "\n".join(line.rstrip() for line in lines[k:]).strip("\n")
+    return " ".join(subject_lines), body
+
+
+def _parse_date(value: str, ctx: ParseContext, line: int) -> dt.datetime:
+    text = value.strip()
+    m = _ISO_SPACED_RE.match(text)
+    if m:
+        text = f"{m.group(1)}T{m.group(2)}{m.group(3)}:{m.group(4)}"
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        try:
+            # git's default date layout: "Fri Nov 20 07:30:00 2026 -0800"
+            when = dt.datetime.strptime(text, "%a %b %d %H:%M:%S %Y %z")
+        except ValueError:
+            raise ParseError(ctx.name, line, f"{_DATE_EXPECTED}, found {value!r}") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=ctx.tz)
+    return when.astimezone(UTC)
+
+
+def _numstat_path(text: str) -> tuple[str, str | None]:
+    """Split a numstat path into (path, old_path) for renames: ``a => b``, ``d/{a => b}/c``."""
+    if text.startswith('"'):
+        first, rest = _read_quoted(text)
+        if not rest:
+            return first, None
+        if rest.startswith(" => "):
+            target = rest[4:]
+            second = _read_quoted(target)[0] if target.startswith('"') else target
+            return second, first
+    m = re.fullmatch(r"(.*)\{(.*) => (.*)\}(.*)", text)
+    if m:
+        prefix, old_mid, new_mid, suffix = m.groups()
+        return _join_rename(prefix, new_mid, suffix), _join_rename(prefix, old_mid, suffix)
+    if " => " in text:
+        old, new = text.split(" => ", 1)
+        new_path = _read_quoted(new)[0] if new.startswith('"') else new
+        return new_path, old
+    return text, None
+
+
+def _join_rename(prefix: str, middle: str, suffix: str) -> str:
+    # "a/{ => b}/c": an empty side means the directory level is absent, not an empty name.
+    if not middle and suffix.startswith("/"):
+        suffix = suffix[1:]
+    return prefix + middle + suffix
+
+
+_C_ESCAPES = {"n": 10, "t": 9, "r": 13, "a": 7, "b": 8, "f": 12, "v": 11, "\\": 92, '"': 34}
+
+
+def _read_quoted(text: str) -> tuple[str, str]:
+    """Read git's C-style quoted path at the start of ``text``; return (path, rest)."""
+    out = bytearray()
+    k = 1
+    while k < len(text):
+        ch = text[k]
+        if ch == '"':
+            return out.decode("utf-8", errors="replace"), text[k + 1 :]
+        if ch == "\\" and k + 1 < len(text):
+            nxt = text[k + 1]
+            if nxt in "01234567" and re.fullmatch(r"[0-7]{3}", text[k + 1 : k + 4]):
+                out.append(int(text[k + 1 : k + 4], 8))
+                k += 4
+                continue
+            if nxt in _C_ESCAPES:
+                out.append(_C_ESCAPES[nxt])
+                k += 2
+                continue
+        out.extend(ch.encode("utf-8"))
+        k += 1
+    return text, ""  # unbalanced quote: keep the text as it is
+
+
+def _repo_name(name: str) -> str:
+    base = name.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    for suffix in (".gitlog", ".log", ".txt"):
+        if base.endswith(suffix):
+            return base[: -len(suffix)]
+    return base
+
+
+# --- commits -> records -------------------------------------------------------------------------
+
+
+def commits_to_result(
+    commits: Sequence[CommitInfo],
+    *,
+    repo: str,
+    ctx: ParseContext,
+    kind: str = KIND_GIT_REPO,
+) -> ParseResult:
+    """Turn commits into commit events, doc revisions and config changes.
+
+    Settings of every path in ``CommitInfo.texts`` are diffed before/after. A file whose
+    settings cannot be read is skipped for that commit with a warning, so one broken revision
+    does not lose the rest of the history. Results come out oldest first.
+    """
+    result = ParseResult(kind=kind)
+    for commit in _chronological(commits):
+        result.events.append(_commit_event(commit, repo))
+        for path in sorted(commit.texts):
+            before_text, after_text = commit.texts[path]
+            try:
+                before = extract_settings(path, before_text) if before_text is not None else []
+                after = extract_settings(path, after_text) if after_text is not None else []
+            except ValueError as exc:  # ParseError is a ValueError
+                detail = str(exc.message) if isinstance(exc, ParseError) else str(exc)
+                line = f" line {exc.line}" if isinstance(exc, ParseError) and exc.line else ""
+                result.warnings.append(
+                    f"commit {commit.hash[:12]}: skipped {path}: its settings could not be "
+                    f"read ({detail}{',' if line else ''}{line})"
+                )
+                continue
+            if path.lower().endswith(_DOC_SUFFIXES):
+                ref = f"{path}@{commit.hash[:12]}"
+                result.events.append(_doc_event(commit, path, after, deleted=after_text is None))
+                source = SOURCE_DOC
+            else:
+                ref = commit.hash
+                source = SOURCE_COMMIT
+            result.config_changes.extend(
+                diff_settings(before, after, at=commit.committed_at, source=source, ref=ref)
+            )
+    return result
+
+
+def _chronological(commits: Sequence[CommitInfo]) -> list[CommitInfo]:
+    ordered = list(commits)
+    # `git log` prints newest first; reverse before the stable sort so equal times keep the
+    # parent-before-child order.
+    if len(ordered) > 1 and ordered[0].committed_at > ordered[-1].committed_at:
+        ordered.reverse()
+    return sorted(ordered, key=lambda c: c.committed_at)
+
+
+def _touches_config(commit: CommitInfo) -> bool:
+    if commit.texts:
+        return True
+    return any(
+        is_config_path(f.path) or (f.old_path is not None and is_config_path(f.old_path))
+        for f in commit.files
+    )
+
+
+def _commit_event(commit: CommitInfo, repo: str) -> EventRecord:
+    files: list[dict[str, Any]] = []
+    for f in commit.files:
+        entry: dict[str, Any] = {"path": f.path, "added": f.added, "removed": f.removed}
+        if f.old_path is not None:
+            entry["old_path"] = f.old_path
+        files.append(entry)
+    return EventRecord(
+        kind=KIND_COMMIT,
+        lane=LANE_COMMITS,
+        at=commit.committed_at,
+        key=commit.hash,
+        title=commit.subject or f"(no message) {commit.hash[:12]}",
+        body=_commit_body(commit),
+        attrs={
+            "hash": commit.hash,
+            "short": commit.hash[:12],
+            "author": commit.author,
+            "email": commit.email,
+            "parents": list(commit.parents),
+            "files": files,
+            "repo": repo,
+            "touches_config": _touches_config(commit),
+        },
+        line=commit.line,
+    )
+
+
+def _code(text: str) -> str:
+    fence = "``" if "`" in text else "`"
+    pad = " " if fence == "``" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _commit_body(commit: CommitInfo) -> str:
+    parts: list[str] = []
+    if commit.body:
+        parts.append(commit.body)
+    if len(commit.parents) > 1:
+        parts.append("Merge of " + ", ".join(_code(p[:12]) for p in commit.parents) + ".")
+    if commit.files:
+        items = []
+        for f in commit.files:
+            name = _code(f.path)
+            if f.old_path is not None:
+                name = f"{_code(f.old_path)} → {name}"
+            counts = "binary" if f.added is None else f"+{f.added} −{f.removed}"
+            items.append(f"- {name} ({counts})")
+        parts.append(f"**Files changed ({len(commit.files)})**\n\n" + "\n".join(items))
+    else:
+        parts.append("_No files changed._")
+    return "\n\n".join(parts)
+
+
+def _setting_dict(setting: Setting) -> dict[str, Any]:
+    return {
+        "key": setting.key,
+        "value": setting.value,
+        "scope": setting.scope,
+        "where": setting.where,
+        "condition": setting.condition,
+    }
+
+
+def _doc_event(
+    commit: CommitInfo, path: str, settings: list[Setting], *, deleted: bool
+) -> EventRecord:
+    verb = "deleted" if deleted else "revised"
+    return EventRecord(
+        kind=KIND_DOC_REVISION,
+        lane=LANE_DOCS,
+        at=commit.committed_at,
+        key=f"{path}@{commit.hash}",
+        title=f"{path} {verb} in {commit.hash[:12]}: {commit.subject}",
+        body=commit.body,
+        attrs={
+            "path": path,
+            "commit": commit.hash,
+            "settings": [_setting_dict(s) for s in settings],
+        },
+        line=commit.line,
+    )

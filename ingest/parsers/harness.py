@@ -1,0 +1,493 @@
+"""Harness results: JUnit XML, JSON Lines runs and lm-evaluation-harness results JSON.
+
+Pure: bytes in, :class:`ParseResult` out. Each test case (or task) becomes one
+``harness_run`` event; a green harness across the incident window is what rules out model
+quality, so status and score are kept as plain attrs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from xml.parsers import expat
+
+from .types import (
+    KIND_HARNESS_RUN,
+    LANE_HARNESS,
+    UTC,
+    EventRecord,
+    ParseContext,
+    ParseError,
+    ParseResult,
+)
+
+KIND_JUNIT = "junit_xml"
+KIND_HARNESS_JSONL = "harness_jsonl"
+KIND_LM_EVAL = "lm_eval_json"
+
+JSONL_STATUSES = ("pass", "fail", "error", "skipped")
+_JSONL_FIELDS = {"ts", "suite", "case", "status", "score", "threshold", "time_s", "message"}
+_MESSAGE_MAX = 500
+_DETAIL_MAX = 8000
+_TIME_EXAMPLE = "an ISO 8601 time such as 2026-11-20T08:00:00-08:00"
+_DTD_RE = re.compile(r"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
+
+
+# --- shared -------------------------------------------------------------------------------------
+
+
+def _decode(data: bytes, name: str) -> str:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ParseError(
+            name, line, f"expected UTF-8 text, found undecodable byte 0x{data[exc.start]:02x}"
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def _parse_time(value: str, ctx: ParseContext) -> dt.datetime | None:
+    """ISO 8601 (``Z`` or an offset; naive means ``ctx.tz``) as aware UTC; None if unreadable."""
+    text = value.strip()
+    if not text:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=ctx.tz)
+    return when.astimezone(UTC)
+
+
+def _unique_key(key: str, seen: dict[str, int]) -> str:
+    # The loader upserts on (kind, key): two runs of one case at one time must not collapse.
+    count = seen.get(key, 0) + 1
+    seen[key] = count
+    return key if count == 1 else f"{key}#{count}"
+
+
+def _short(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= _MESSAGE_MAX else text[: _MESSAGE_MAX - 1] + "…"
+
+
+# --- JUnit XML ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Node:
+    tag: str
+    attrs: dict[str, str]
+    line: int
+    children: list[_Node] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+
+
+def looks_like_junit(name: str, head: bytes) -> bool:
+    """True when ``head`` is XML whose root looks like a JUnit ``testsuites``/``testsuite``."""
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    return text.startswith("<") and re.search(r"<testsuites?[\s>/]", text) is not None
+
+
+def parse_junit(data: bytes, ctx: ParseContext) -> ParseResult:
+    """JUnit XML: one ``harness_run`` event per testcase, at its suite's ``timestamp``."""
+    text = _decode(data, ctx.name)
+    dtd = _DTD_RE.search(text)
+    if dtd:
+        line = text.count("\n", 0, dtd.start()) + 1
+        raise ParseError(
+            ctx.name,
+            line,
+            f"JUnit XML must not contain a <!{dtd.group(1).upper()}> declaration "
+            "(entity expansion is refused); expected plain <testsuites>/<testsuite> XML",
+        )
+    root = _parse_xml(text, ctx.name)
+    if root.tag not in ("testsuites", "testsuite"):
+        raise ParseError(
+            ctx.name, root.line, f"expected a <testsuites> or <testsuite> root, found <{root.tag}>"
+        )
+    result = ParseResult(kind=KIND_JUNIT)
+    seen: dict[str, int] = {}
+    _walk_suites(root, None, ctx, result, seen)
+    return result
+
+
+def _parse_xml(text: str, name: str) -> _Node:
+    parser = expat.ParserCreate(encoding="UTF-8")
+    stack: list[_Node] = []
+    roots: list[_Node] = []
+
+    def start(tag: str, attrs: dict[str, str]) -> None:
+        node = _Node(tag, attrs, parser.CurrentLineNumber)
+        if stack:
+            stack[-1].children.append(node)
+        else:
+            roots.append(node)
+        stack.append(node)
+
+    def end(tag: str) -> None:
+        stack.pop()
+
+    def chars(data: str) -> None:
+        if stack:
+            stack[-1].text.append(data)
+
+    def refuse(*args: object) -> None:
+        # Belt and braces behind the textual check: never expand declared entities.
+        raise ParseError(name, parser.CurrentLineNumber, "DTD declarations are refused")
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    parser.CharacterDataHandler = chars
+    parser.StartDoctypeDeclHandler = refuse
+    parser.EntityDeclHandler = refuse
+    try:
+        parser.Parse(text.encode("utf-8"), True)
+    except expat.ExpatError as exc:
+        raise ParseError(
+            name, exc.lineno, f"malformed XML: {expat.ErrorString(exc.code)} (column {exc.offset})"
+        ) from None
+    if not roots:
+        raise ParseError(name, 0, "expected a <testsuites> or <testsuite> element")
+    return roots[0]
+
+
+def _walk_suites(
+    node: _Node,
+    inherited: dt.datetime | None,
+    ctx: ParseContext,
+    result: ParseResult,
+    seen: dict[str, int],
+) -> None:
+    stamp = node.attrs.get("timestamp")
+    at = inherited
+    if stamp is not None:
+        at = _parse_time(stamp, ctx)
+        if at is None:
+            raise ParseError(
+                ctx.name,
+                node.line,
+                f"<{node.tag}> timestamp {stamp!r} is not a time: expected {_TIME_EXAMPLE}",
+            )
+    if node.tag == "testsuite":
+        _read_suite(node, at, ctx, result, seen)
+    for child in node.children:
+        if child.tag in ("testsuite", "testsuites"):
+            _walk_suites(child, at, ctx, result, seen)
+
+
+def _read_suite(
+    suite: _Node,
+    at: dt.datetime | None,
+    ctx: ParseContext,
+    result: ParseResult,
+    seen: dict[str, int],
+) -> None:
+    suite_name = suite.attrs.get("name", "").strip() or "(unnamed suite)"
+    cases = [c for c in suite.children if c.tag == "testcase"]
+    if not cases:
+        return
+    if at is None:
+        at = ctx.default_time.astimezone(UTC) if ctx.default_time is not None else None
+    if at is None:
+        raise ParseError(
+            ctx.name,
+            suite.line,
+            f"testsuite {suite_name!r} has no timestamp attribute: expected "
+            'timestamp="2026-11-20T08:00:00" on the suite, or a default time for the file',
+        )
+    iso = at.isoformat()
+    for case in cases:
+        case_name = case.attrs.get("name", "").strip()
+        if not case_name:
+            raise ParseError(ctx.name, case.line, "expected a name attribute on <testcase>")
+        classname = case.attrs.get("classname", "").strip()
+        status, message, detail = _case_status(case)
+        time_s = _case_time(case, ctx)
+        qualified = f"{classname}.{case_name}" if classname else case_name
+        key = _unique_key(f"{suite_name}/{qualified}@{iso}", seen)
+        result.events.append(
+            EventRecord(
+                kind=KIND_HARNESS_RUN,
+                lane=LANE_HARNESS,
+                at=at,
+                key=key,
+                title=f"{suite_name}: {case_name} {status}",
+                body=_case_body(message, detail),
+                attrs={
+                    "suite": suite_name,
+                    "case": case_name,
+                    "classname": classname,
+                    "status": status,
+                    "time_s": time_s,
+                    "message": message,
+                    "score": None,
+                    "threshold": None,
+                },
+                line=case.line,
+            )
+        )
+
+
+def _case_status(case: _Node) -> tuple[str, str, str]:
+    """(status, short message, full detail such as a traceback); the worst child wins."""
+    for tag, status in (("error", "error"), ("failure", "fail"), ("skipped", "skipped")):
+        for child in case.children:
+            if child.tag == tag:
+                detail = "".join(child.text).strip()
+                message = child.attrs.get("message", "").strip() or detail
+                return status, _short(message), detail[:_DETAIL_MAX]
+    return "pass", "", ""
+
+
+def _case_body(message: str, detail: str) -> str:
+    if not detail or detail == message:
+        return _fenced(message) if message else ""
+    return f"{message}\n\n{_fenced(detail)}" if message else _fenced(detail)
+
+
+def _fenced(text: str) -> str:
+    fence = "````" if "```" in text else "```"
+    return f"{fence}\n{text}\n{fence}"
+
+
+def _case_time(case: _Node, ctx: ParseContext) -> float | None:
+    raw = case.attrs.get("time")
+    if raw is None or not raw.strip():
+        return None
+    try:
+        value = float(raw.replace(",", ""))
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise ParseError(
+            ctx.name, case.line, f"testcase time {raw!r} is not a number of seconds such as 1.25"
+        )
+    return value
+
+
+# --- JSON Lines ---------------------------------------------------------------------------------
+
+
+def looks_like_harness_jsonl(name: str, head: bytes) -> bool:
+    """True when the first non-blank line is a JSON object with ts, suite, case and status."""
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        stripped = line.strip()
+        if not stripped.startswith("{"):
+            return False
+        return all(f'"{k}"' in stripped for k in ("ts", "suite", "case", "status"))
+    return False
+
+
+def parse_harness_jsonl(data: bytes, ctx: ParseContext) -> ParseResult:
+    """One run per line: ``{"ts", "suite", "case", "status", "score", "threshold"}``."""
+    text = _decode(data, ctx.name)
+    result = ParseResult(kind=KIND_HARNESS_JSONL)
+    seen: dict[str, int] = {}
+    for number, raw in enumerate(text.split("\n"), start=1):
+        if not raw.strip():
+            continue
+        result.events.append(_jsonl_event(raw, number, ctx, seen))
+    return result
+
+
+def _jsonl_event(raw: str, number: int, ctx: ParseContext, seen: dict[str, int]) -> EventRecord:
+    def fail(message: str) -> ParseError:
+        return ParseError(ctx.name, number, message)
+
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise fail(f"expected one JSON object per line: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise fail(f"expected a JSON object, found {type(obj).__name__}")
+
+    def text_field(key: str) -> str:
+        value = obj.get(key)
+        if value is None:
+            raise fail(f"field {key!r} is missing")
+        if not isinstance(value, str) or not value.strip():
+            raise fail(f"field {key!r} must be a non-empty string, found {value!r}")
+        return value.strip()
+
+    def number_field(key: str) -> float | None:
+        value = obj.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise fail(f"field {key!r} must be a number such as 0.93, found {value!r}")
+        if not math.isfinite(value):
+            raise fail(f"field {key!r} must be a finite number, found {value!r}")
+        return float(value)
+
+    ts = text_field("ts")
+    at = _parse_time(ts, ctx)
+    if at is None:
+        raise fail(f"field 'ts' is {ts!r}: expected {_TIME_EXAMPLE}")
+    suite = text_field("suite")
+    case = text_field("case")
+    status = text_field("status").lower()
+    if status not in JSONL_STATUSES:
+        raise fail(f"field 'status' is {status!r}: expected one of {', '.join(JSONL_STATUSES)}")
+    score = number_field("score")
+    threshold = number_field("threshold")
+    extra = {k: v for k, v in obj.items() if k not in _JSONL_FIELDS}
+    message = obj.get("message")
+    title = f"{suite}: {case} {status}"
+    if score is not None:
+        title += f" (score {score:g}" + (f" vs {threshold:g})" if threshold is not None else ")")
+    return EventRecord(
+        kind=KIND_HARNESS_RUN,
+        lane=LANE_HARNESS,
+        at=at,
+        key=_unique_key(f"{suite}/{case}@{at.isoformat()}", seen),
+        title=title,
+        attrs={
+            "suite": suite,
+            "case": case,
+            "status": status,
+            "score": score,
+            "threshold": threshold,
+            "time_s": number_field("time_s"),
+            "message": _short(message) if isinstance(message, str) else "",
+            "extra": _finite_json(extra),
+        },
+        line=number,
+    )
+
+
+def _finite_json(value: Any) -> Any:
+    """Replace NaN/Infinity (which Python's json reads but jsonb refuses) with None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _finite_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite_json(v) for v in value]
+    return value
+
+
+# --- lm-evaluation-harness ----------------------------------------------------------------------
+
+_LM_METRIC_RE = re.compile(r'"[A-Za-z0-9_]+(?:_stderr)?,[A-Za-z0-9_-]+"\s*:')
+
+
+def looks_like_lm_eval(name: str, head: bytes) -> bool:
+    """True for an lm-evaluation-harness results JSON (``results`` with ``acc,none`` keys)."""
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    if not text.startswith("{") or '"results"' not in text:
+        return False
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    return base.startswith("results") or _LM_METRIC_RE.search(text) is not None
+
+
+def parse_lm_eval(data: bytes, ctx: ParseContext) -> ParseResult:
+    """lm-eval results JSON: one ``scored`` event per task in ``results``, at ``date``."""
+    text = _decode(data, ctx.name)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(ctx.name, exc.lineno, f"invalid JSON: {exc.msg}") from None
+    if not isinstance(doc, dict):
+        raise ParseError(ctx.name, 1, "expected a JSON object with a 'results' mapping")
+    results = doc.get("results")
+    if not isinstance(results, dict):
+        raise ParseError(
+            ctx.name, 0, "expected a 'results' object mapping task names to their metrics"
+        )
+    at = _lm_eval_time(doc.get("date"), ctx)
+    model = _lm_eval_model(doc)
+    result = ParseResult(kind=KIND_LM_EVAL)
+    for task, values in results.items():
+        if not isinstance(values, dict):
+            raise ParseError(
+                ctx.name, 0, f"results.{task} must be an object of metrics, found {values!r}"
+            )
+        metrics = {
+            str(metric): (float(v) if math.isfinite(v) else None)
+            for metric, v in values.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)
+        }
+        alias = values.get("alias")
+        headline = next(
+            ((k, v) for k, v in metrics.items() if "_stderr" not in k and v is not None), None
+        )
+        title = f"lm-eval {task} scored"
+        if headline is not None:
+            title += f": {headline[0]} {headline[1]:.4g}"
+        result.events.append(
+            EventRecord(
+                kind=KIND_HARNESS_RUN,
+                lane=LANE_HARNESS,
+                at=at,
+                key=f"lm-eval/{model}/{task}@{at.isoformat()}",
+                title=title,
+                attrs={
+                    "suite": "lm-eval",
+                    "case": str(task),
+                    "task": str(task),
+                    "alias": alias if isinstance(alias, str) else "",
+                    "status": "scored",
+                    "metrics": metrics,
+                    "model": model,
+                    "score": headline[1] if headline is not None else None,
+                    "threshold": None,
+                },
+            )
+        )
+    return result
+
+
+def _lm_eval_time(value: Any, ctx: ParseContext) -> dt.datetime:
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            parsed = _parse_time(value, ctx)
+            if parsed is None:
+                raise ParseError(
+                    ctx.name, 0, f"'date' is {value!r}: expected epoch seconds such as 1763668800.5"
+                ) from None
+            return parsed
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        try:
+            return dt.datetime.fromtimestamp(float(value), tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            raise ParseError(
+                ctx.name, 0, f"'date' {value!r} is out of range: expected epoch seconds"
+            ) from None
+    if value is None and ctx.default_time is not None:
+        return ctx.default_time.astimezone(UTC)
+    raise ParseError(
+        ctx.name, 0, "expected 'date' as epoch seconds (lm-eval writes it), or a default time"
+    )
+
+
+def _lm_eval_model(doc: dict[str, Any]) -> str:
+    config = doc.get("config")
+    if isinstance(config, dict):
+        args = config.get("model_args")
+        if isinstance(args, str):
+            for part in args.split(","):
+                key, _, value = part.partition("=")
+                if key.strip() in ("pretrained", "model", "model_name") and value.strip():
+                    return value.strip()
+        if isinstance(args, dict):
+            for key in ("pretrained", "model", "model_name"):
+                if isinstance(args.get(key), str):
+                    return str(args[key])
+    name = doc.get("model_name")
+    if isinstance(name, str) and name:
+        return name
+    if isinstance(config, dict) and isinstance(config.get("model"), str):
+        return str(config["model"])
+    return ""

@@ -1,0 +1,317 @@
+"""SGLang server log parser.
+
+Pure: bytes in, :class:`ParseResult` out. A line opening with ``[YYYY-MM-DD HH:MM:SS]`` (optionally
+``,mmm`` and rank tags such as ``TP0``) starts a record in server-local time; every other line
+(tracebacks, unbracketed uvicorn lines, multi-line payloads) continues the record before it.
+
+What a log yields:
+
+* batch lines -> samples (running requests, queue, token usage, generation throughput), one per
+  series per second;
+* ``Receive`` / ``Finish`` lines paired by ``rid`` -> request events (no finish: still open);
+* server errors (a level ERROR/CRITICAL, a traceback) -> log_error events;
+* one log_span event covering the first to the last timestamp: the server was logging then.
+
+Request lines carry user payload (prompts, generated text). It is never read for meaning: only
+the ``rid`` is taken from it, skipping string literals so a prompt that mentions ``rid='x'``,
+"Traceback" or "ERROR" changes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+
+from .types import (
+    KIND_LOG_ERROR,
+    KIND_LOG_SPAN,
+    KIND_REQUEST,
+    LANE_REQUESTS,
+    LANE_SERVER,
+    UTC,
+    EventRecord,
+    ParseContext,
+    ParseError,
+    ParseResult,
+    SampleBlock,
+    SeriesKey,
+)
+
+KIND_SGLANG_LOG = "sglang_log"
+
+_PREFIX_RE = re.compile(
+    r"\[(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:[,.](\d{1,6}))?((?: [^\]\s]+)*)\] ?"
+)
+_RANK_RE = re.compile(r"(TP|DP|PP|EP)\d+")
+_LEVEL_RE = re.compile(r"\b(?:ERROR|CRITICAL)\b")
+_TRACEBACK = "Traceback (most recent call last):"
+# A string literal (skipped whole) or a top-level rid= with its quoted value.
+_RID_SCAN_RE = re.compile(
+    r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|(?<![\w.])rid=(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")"""
+)
+
+_SOURCE_LABEL = ("source", "server_log")
+_BATCH_FIELDS = {
+    "#running-req": "sglang:num_running_reqs",
+    "#queue-req": "sglang:num_queue_reqs",
+    "token usage": "sglang:token_usage",
+    "gen throughput (token/s)": "sglang:gen_throughput",
+}
+_DECODE_ONLY = frozenset({"sglang:gen_throughput"})
+_TITLE_MAX = 120
+_BODY_MAX_LINES = 200
+
+
+@dataclass
+class _Request:
+    rid: str
+    received: dt.datetime
+    line: int
+    finished: dt.datetime | None = None
+
+
+@dataclass
+class _Error:
+    line: int
+    at: dt.datetime | None
+    title: str
+    lines: list[str] = field(default_factory=list)
+
+
+def _request_rid(message: str) -> str | None:
+    """The request id of a Receive/Finish message, or None."""
+    start = message.find("ReqInput(")
+    if start == -1:
+        return None
+    for match in _RID_SCAN_RE.finditer(message, start + len("ReqInput(")):
+        rid = match.group(1) if match.group(1) is not None else match.group(2)
+        if rid is not None:
+            return rid
+    return None
+
+
+class _LogParser:
+    def __init__(self, ctx: ParseContext) -> None:
+        self.ctx = ctx
+        self.file = ctx.name
+        self.times: dict[str, dt.datetime] = {}
+        self.first: dt.datetime | None = None
+        self.last: dt.datetime | None = None
+        self.requests: dict[str, _Request] = {}
+        self.errors: list[_Error] = []
+        self.warnings: list[str] = []
+        # series -> {second (ms) -> value}: the last batch line of a second wins
+        self.series: dict[SeriesKey, dict[int, float]] = {}
+        self.in_payload = False
+        self.error: _Error | None = None
+        self.current: dt.datetime | None = None  # time of the latest timestamped line
+
+    def when(self, match: re.Match[str], lineno: int) -> dt.datetime:
+        stamp = match.group(0)[1:20]
+        at = self.times.get(stamp)
+        if at is None:
+            y, mo, d, h, mi, s = (int(g) for g in match.groups()[:6])
+            try:
+                local = dt.datetime(y, mo, d, h, mi, s, tzinfo=self.ctx.tz)
+            except ValueError as exc:
+                raise ParseError(
+                    self.file, lineno, f"invalid timestamp [{stamp}]: {exc}; expected a real date"
+                ) from None
+            at = self.times[stamp] = local.astimezone(UTC)
+        fraction = match.group(7)
+        if fraction:
+            at += dt.timedelta(microseconds=int(fraction.ljust(6, "0")))
+        return at
+
+    def line(self, raw: str, lineno: int) -> None:
+        match = _PREFIX_RE.match(raw)
+        if match is None:
+            self.continuation(raw, lineno)
+            return
+        at = self.when(match, lineno)
+        if self.first is None or at < self.first:
+            self.first = at
+        if self.last is None or at > self.last:
+            self.last = at
+        self.current = at
+        message = raw[match.end() :]
+        self.error = None
+        self.in_payload = False
+        if message.startswith(("Prefill batch", "Decode batch")):
+            self.batch(message, at, match.group(8), lineno)
+        elif message.startswith("Receive:"):
+            self.in_payload = True
+            self.receive(message, at, lineno)
+        elif message.startswith("Finish:"):
+            self.in_payload = True
+            self.finish(message, at, lineno)
+        elif _LEVEL_RE.search(message) or _TRACEBACK in message:
+            self.error = _Error(lineno, at, message.strip()[:_TITLE_MAX], [raw])
+            self.errors.append(self.error)
+
+    def continuation(self, raw: str, lineno: int) -> None:
+        if self.in_payload:
+            return  # a multi-line prompt or output: payload, never read
+        if self.error is not None:
+            if len(self.error.lines) < _BODY_MAX_LINES:
+                self.error.lines.append(raw)
+            return
+        if raw.startswith(_TRACEBACK) or raw.startswith(("ERROR:", "CRITICAL:")):
+            # before any timestamped line the error takes the first timestamp (see result)
+            self.error = _Error(lineno, self.current, raw.strip()[:_TITLE_MAX], [raw])
+            self.errors.append(self.error)
+
+    def batch(self, message: str, at: dt.datetime, ranks: str, lineno: int) -> None:
+        labels = [_SOURCE_LABEL]
+        for rank in _RANK_RE.finditer(ranks or ""):
+            labels.append((rank.group(1).lower(), rank.group(0)))
+        label_tuple = tuple(sorted(labels))
+        decode = message.startswith("Decode")
+        second = int(at.replace(microsecond=0).timestamp()) * 1000
+        for part in message.split(","):
+            name, sep, value = part.partition(":")
+            if not sep:
+                continue
+            metric = _BATCH_FIELDS.get(name.rsplit(". ", 1)[-1].strip())
+            if metric is None or (metric in _DECODE_ONLY and not decode):
+                continue
+            try:
+                number = float(value.strip())
+            except ValueError:
+                field_name = name.rsplit(". ", 1)[-1].strip()
+                raise ParseError(
+                    self.file,
+                    lineno,
+                    f"expected a number after '{field_name}:' in a batch line, "
+                    f"got {value.strip()!r}",
+                ) from None
+            self.series.setdefault(SeriesKey(metric, label_tuple), {})[second] = number
+
+    def receive(self, message: str, at: dt.datetime, lineno: int) -> None:
+        rid = _request_rid(message)
+        if rid is None:
+            self.warnings.append(
+                f"{self.file}:{lineno}: Receive line without a quoted rid; skipped"
+            )
+            return
+        if rid in self.requests:
+            first = self.requests[rid].line
+            self.warnings.append(
+                f"{self.file}:{lineno}: request {rid} received again (first at line {first}); "
+                "kept the first"
+            )
+            return
+        self.requests[rid] = _Request(rid, at, lineno)
+
+    def finish(self, message: str, at: dt.datetime, lineno: int) -> None:
+        rid = _request_rid(message)
+        request = self.requests.get(rid) if rid is not None else None
+        if rid is None:
+            self.warnings.append(f"{self.file}:{lineno}: Finish line without a quoted rid; skipped")
+        elif request is None:
+            self.warnings.append(
+                f"{self.file}:{lineno}: Finish for request {rid} whose Receive is not in this "
+                "file; no request event"
+            )
+        elif request.finished is not None:
+            self.warnings.append(
+                f"{self.file}:{lineno}: request {rid} finished twice; kept the first"
+            )
+        elif at < request.received:
+            self.warnings.append(
+                f"{self.file}:{lineno}: request {rid} finishes before it was received; "
+                "finish taken as the receive time"
+            )
+            request.finished = request.received
+        else:
+            request.finished = at
+
+    def result(self, total_lines: int) -> ParseResult:
+        if self.first is None or self.last is None:
+            raise ParseError(
+                self.file, 1, "expected SGLang log lines starting with [YYYY-MM-DD HH:MM:SS]"
+            )
+        out = ParseResult(kind=KIND_SGLANG_LOG, warnings=self.warnings)
+        for key, per_second in self.series.items():
+            block = SampleBlock(
+                key=key, type="gauge", help="read from SGLang server log batch lines"
+            )
+            for second in sorted(per_second):
+                block.ts_ms.append(second)
+                block.values.append(per_second[second])
+            out.samples.append(block)
+        unfinished = 0
+        for request in self.requests.values():
+            unfinished += request.finished is None
+            out.events.append(
+                EventRecord(
+                    kind=KIND_REQUEST,
+                    lane=LANE_REQUESTS,
+                    at=request.received,
+                    ends_at=request.finished,
+                    key=request.rid,
+                    title=f"request {request.rid[:12]}",
+                    attrs={
+                        "rid": request.rid,
+                        "finished": request.finished is not None,
+                        "receive_line": request.line,
+                    },
+                    line=request.line,
+                )
+            )
+        for error in self.errors:
+            body = "\n".join(error.lines).replace("```", "` ` `")
+            out.events.append(
+                EventRecord(
+                    kind=KIND_LOG_ERROR,
+                    lane=LANE_SERVER,
+                    at=error.at or self.first,
+                    key=f"{self.file}:{error.line}",
+                    title=error.title,
+                    body=f"```\n{body}\n```",
+                    line=error.line,
+                )
+            )
+        first_iso, last_iso = self.first.isoformat(), self.last.isoformat()
+        out.events.append(
+            EventRecord(
+                kind=KIND_LOG_SPAN,
+                lane=LANE_SERVER,
+                at=self.first,
+                ends_at=self.last,
+                key=f"{self.file}:{first_iso}:{last_iso}",
+                title=f"server log {self.file}",
+                attrs={
+                    "lines": total_lines,
+                    "requests": len(self.requests),
+                    "unfinished": unfinished,
+                },
+                line=1,
+            )
+        )
+        return out
+
+
+def parse_sglang_log(data: bytes, ctx: ParseContext) -> ParseResult:
+    """Parse an SGLang server log into batch samples, requests, errors and the logged span."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = 1 + data.count(b"\n", 0, exc.start)
+        raise ParseError(
+            ctx.name, line, f"expected UTF-8 text, got undecodable byte 0x{data[exc.start]:02x}"
+        ) from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    parser = _LogParser(ctx)
+    for lineno, raw in enumerate(lines, 1):
+        parser.line(raw.rstrip("\r"), lineno)
+    return parser.result(len(lines))
+
+
+def looks_like_sglang_log(name: str, head: bytes) -> bool:
+    """True when one of the first lines opens with a ``[YYYY-MM-DD HH:MM:SS ...]`` prefix."""
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    return any(_PREFIX_RE.match(line) for line in text.splitlines()[:50])

@@ -1,0 +1,454 @@
+"""Stack dumps: ``py-spy dump`` text and Go goroutine dumps.
+
+Pure: bytes in, one ``stack_dump`` event out. Neither format records when it was taken, so the
+capture time comes from a timestamp in the file name, else from ``ctx.default_time``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .types import (
+    KIND_STACK_DUMP,
+    LANE_DUMPS,
+    UTC,
+    EventRecord,
+    ParseContext,
+    ParseError,
+    ParseResult,
+)
+
+KIND_PYSPY = "pyspy_dump"
+KIND_GOROUTINES = "goroutine_dump"
+
+_MAX_GROUP_IDS = 20
+_LOCAL_MAX = 200
+
+# File-name timestamps, most specific first: 2026-11-20T15:45:00Z, 2026-11-20T15-45-00,
+# 20261120T154500 (each optionally followed by Z or an offset).
+_ZONE = r"(?P<zone>Z|[+-]\d{2}:?\d{2})?"
+_NAME_TIME_RES = (
+    re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d+)?" + _ZONE),
+    re.compile(r"(\d{4})-(\d{2})-(\d{2})[T_](\d{2})-(\d{2})-(\d{2})" + _ZONE),
+    re.compile(r"(?<!\d)(\d{4})(\d{2})(\d{2})[T_]?(\d{2})(\d{2})(\d{2})(?!\d)" + _ZONE),
+)
+
+
+def capture_time(ctx: ParseContext) -> dt.datetime:
+    """The dump's capture time: a timestamp in ``ctx.name``, else ``ctx.default_time``."""
+    base = ctx.name.replace("\\", "/").rsplit("/", 1)[-1]
+    for candidate in (base, ctx.name):
+        for pattern in _NAME_TIME_RES:
+            for m in pattern.finditer(candidate):
+                when = _name_match_time(m, ctx)
+                if when is not None:
+                    return when
+    if ctx.default_time is not None:
+        return ctx.default_time.astimezone(UTC)
+    raise ParseError(
+        ctx.name,
+        0,
+        "a stack dump needs a capture time: put it in the file name (e.g. "
+        "scheduler_2026-11-20T15-45-00.txt or 20261120T154500) or pass --at",
+    )
+
+
+def _name_match_time(m: re.Match[str], ctx: ParseContext) -> dt.datetime | None:
+    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    zone = m.group("zone")
+    tz: dt.tzinfo = ctx.tz
+    if zone == "Z":
+        tz = UTC
+    elif zone:
+        digits = zone[1:].replace(":", "")
+        offset = dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
+        tz = dt.timezone(offset if zone[0] == "+" else -offset)
+    try:
+        when = dt.datetime(year, month, day, hour, minute, second, tzinfo=tz)
+    except ValueError:
+        return None  # digits that are not a date (a build number, say): keep looking
+    return when.astimezone(UTC)
+
+
+def _dump_key(fmt: str, data: bytes, ctx: ParseContext) -> str:
+    return f"{fmt}:{ctx.name}:{hashlib.sha256(data).hexdigest()[:16]}"
+
+
+def _decode_lines(data: bytes, name: str) -> list[str]:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ParseError(
+            name, line, f"expected UTF-8 text, found undecodable byte 0x{data[exc.start]:02x}"
+        ) from None
+    text = text.removeprefix("\ufeff")
+    return [ln.removesuffix("\r") for ln in text.split("\n")]
+
+
+def _code_block(lines: list[str]) -> str:
+    fence = "````" if any("```" in ln for ln in lines) else "```"
+    return f"{fence}\n" + "\n".join(lines) + f"\n{fence}"
+
+
+# --- py-spy -------------------------------------------------------------------------------------
+
+_PROCESS_RE = re.compile(r"^Process (\d+): ?(.*)$")
+_PYTHON_RE = re.compile(r"^Python v(\S+)(?: \((.*)\))?$")
+_THREAD_RE = re.compile(r'^Thread (0x[0-9A-Fa-f]+|\d+) \(([^)]*)\)(?:: "(.*)")?\s*$')
+_FRAME_RE = re.compile(r"^(\s+)(.+?) \(([^()]*?)(?::(\d+))?\)\s*$")
+
+
+def looks_like_pyspy(name: str, head: bytes) -> bool:
+    """True when ``head`` starts with py-spy's ``Process <pid>: ...`` header."""
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    first, _, rest = text.partition("\n")
+    if not _PROCESS_RE.match(first.rstrip("\r")):
+        return False
+    return "Python v" in rest or "\nThread " in "\n" + rest
+
+
+@dataclass
+class _Thread:
+    id: str
+    state: str
+    name: str
+    pid: int
+    line: int
+    frames: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_attrs(self, with_pid: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "state": self.state,
+            "name": self.name,
+            "frames": self.frames,
+        }
+        if with_pid:
+            out["pid"] = self.pid
+        return out
+
+
+def parse_pyspy(data: bytes, ctx: ParseContext) -> ParseResult:
+    """``py-spy dump --pid N`` text (``--locals`` too) as one ``stack_dump`` event."""
+    lines = _decode_lines(data, ctx.name)
+    processes: list[tuple[int, str, str]] = []  # pid, cmdline, python
+    threads: list[_Thread] = []
+    frame_indent: int | None = None
+    block: str | None = None  # "Arguments" / "Locals" while reading a --locals block
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        if m := _PROCESS_RE.match(line):
+            processes.append((int(m.group(1)), m.group(2).strip(), ""))
+            continue
+        if not processes:
+            raise ParseError(
+                ctx.name,
+                number,
+                f"expected py-spy's 'Process <pid>: <command line>' header, found {line[:80]!r}",
+            )
+        if m := _PYTHON_RE.match(line):
+            pid, cmdline, _ = processes[-1]
+            processes[-1] = (pid, cmdline, m.group(1))
+            continue
+        if m := _THREAD_RE.match(line):
+            threads.append(
+                _Thread(
+                    id=m.group(1),
+                    state=m.group(2),
+                    name=m.group(3) or "",
+                    pid=processes[-1][0],
+                    line=number,
+                )
+            )
+            frame_indent, block = None, None
+            continue
+        indent = len(line) - len(line.lstrip())
+        if not threads or indent == 0:
+            raise ParseError(
+                ctx.name,
+                number,
+                "expected 'Thread 0x7F... (state): \"name\"' or an indented frame "
+                f"'function (file.py:123)', found {line[:80]!r}",
+            )
+        thread = threads[-1]
+        stripped = line.strip()
+        if frame_indent is not None and indent > frame_indent and thread.frames:
+            if stripped in ("Arguments:", "Locals:"):
+                block = stripped[:-1].lower()
+                continue
+            if block is not None:
+                var, sep, value = stripped.partition(": ")
+                if not sep and stripped.endswith(":"):
+                    var, sep, value = stripped[:-1], ":", ""
+                if sep:
+                    values = thread.frames[-1].setdefault(block, {})
+                    values[var] = value if len(value) <= _LOCAL_MAX else value[:_LOCAL_MAX] + "…"
+                    continue
+            raise ParseError(
+                ctx.name,
+                number,
+                f"expected 'Arguments:', 'Locals:' or 'name: value' under a frame, "
+                f"found {stripped[:80]!r}",
+            )
+        fm = _FRAME_RE.match(line)
+        if not fm:
+            raise ParseError(
+                ctx.name,
+                number,
+                f"expected a frame 'function (file.py:123)', found {stripped[:80]!r}",
+            )
+        frame_indent, block = len(fm.group(1)), None
+        thread.frames.append(
+            {
+                "func": fm.group(2).strip(),
+                "file": fm.group(3),
+                "line": int(fm.group(4)) if fm.group(4) else None,
+            }
+        )
+    if not processes:
+        raise ParseError(ctx.name, 0, "expected py-spy's 'Process <pid>: <command line>' header")
+
+    at = capture_time(ctx)
+    pid, cmdline, python = processes[0]
+    label = _process_label(cmdline)
+    active = sum(1 for t in threads if "active" in t.state)
+    result = ParseResult(kind=KIND_PYSPY)
+    if len(processes) > 1:
+        result.warnings.append(
+            f"{ctx.name}: the dump holds {len(processes)} processes; the event is titled after "
+            f"pid {pid} and each thread records its pid"
+        )
+    plural = "s" if len(threads) != 1 else ""
+    result.events.append(
+        EventRecord(
+            kind=KIND_STACK_DUMP,
+            lane=LANE_DUMPS,
+            at=at,
+            key=_dump_key("py-spy", data, ctx),
+            title=f"py-spy dump of {label} (pid {pid}): {len(threads)} thread{plural}, "
+            f"{active} active",
+            body=_pyspy_body(cmdline, python, threads),
+            attrs={
+                "format": "py-spy",
+                "pid": pid,
+                "cmdline": cmdline,
+                "python": python,
+                "threads": [t.as_attrs(len(processes) > 1) for t in threads],
+            },
+            line=1,
+        )
+    )
+    return result
+
+
+def _process_label(cmdline: str) -> str:
+    """A short name for a process: ``sglang::scheduler`` -> scheduler, ``-m pkg.mod`` -> mod."""
+    parts = cmdline.split()
+    if not parts:
+        return "process"
+    first = parts[0]
+    if "::" in first:
+        return first.rsplit("::", 1)[-1] or first
+    base = first.rsplit("/", 1)[-1]
+    if base.startswith("python") and len(parts) > 1:
+        if parts[1] == "-m" and len(parts) > 2:
+            return parts[2].rsplit(".", 1)[-1]
+        if not parts[1].startswith("-"):
+            return parts[1].rsplit("/", 1)[-1]
+    return base
+
+
+def _pyspy_body(cmdline: str, python: str, threads: list[_Thread]) -> str:
+    parts = [f"`{cmdline}`" + (f" on Python {python}" if python else "")]
+    for t in threads:
+        title = f"**Thread {t.id}** ({t.state})" + (f" “{t.name}”" if t.name else "")
+        frames = [
+            f"{f['func']} ({f['file']}:{f['line']})" if f["line"] is not None else f["func"]
+            for f in t.frames
+        ]
+        parts.append(title + ("\n\n" + _code_block(frames) if frames else ""))
+    return "\n\n".join(parts)
+
+
+# --- goroutines ---------------------------------------------------------------------------------
+
+_GOROUTINE_RE = re.compile(r"^goroutine (\d+)(?: [a-z]+=\S+)* \[([^\]]*)\]:\s*$")
+_GO_CALL_RE = re.compile(r"^(.+?)\(([^()]*)\)$")
+_GO_FILE_RE = re.compile(r"^\t(.+):(\d+)(?: \+0x[0-9a-f]+)?(?: .*)?$")
+_CREATED_RE = re.compile(r"^created by (.+?)(?: in goroutine \d+)?$")
+_MINUTES_RE = re.compile(r"^(\d+) minutes?$")
+
+
+def looks_like_goroutines(name: str, head: bytes) -> bool:
+    """True when ``head`` holds a ``goroutine N [state]:`` header."""
+    text = head.decode("utf-8", errors="replace")
+    return any(_GOROUTINE_RE.match(ln.rstrip("\r")) for ln in text.split("\n"))
+
+
+@dataclass
+class _Goroutine:
+    id: int
+    state: str
+    minutes: int | None
+    line: int
+    frames: list[dict[str, Any]] = field(default_factory=list)
+    created_by: str = ""
+
+
+def parse_goroutines(data: bytes, ctx: ParseContext) -> ParseResult:
+    """A Go goroutine dump (SIGQUIT or ``debug=2``), grouped by identical stacks."""
+    lines = _decode_lines(data, ctx.name)
+    goroutines = _read_goroutines(lines, ctx)
+    if not goroutines:
+        raise ParseError(
+            ctx.name, 0, "expected at least one 'goroutine <id> [<state>]:' header in the dump"
+        )
+    groups = _group(goroutines)
+    at = capture_time(ctx)
+    total = len(goroutines)
+    top = groups[0]
+    title = (
+        f"goroutine dump: {total} goroutine{'s' if total != 1 else ''}, "
+        f"{top['count']} in {top['site']} [{top['state']}]"
+    )
+    result = ParseResult(kind=KIND_GOROUTINES)
+    result.events.append(
+        EventRecord(
+            kind=KIND_STACK_DUMP,
+            lane=LANE_DUMPS,
+            at=at,
+            key=_dump_key("goroutines", data, ctx),
+            title=title,
+            body=_goroutine_body(groups),
+            attrs={"format": "goroutines", "total": total, "groups": groups},
+            line=goroutines[0].line,
+        )
+    )
+    return result
+
+
+def _read_goroutines(lines: list[str], ctx: ParseContext) -> list[_Goroutine]:
+    goroutines: list[_Goroutine] = []
+    current: _Goroutine | None = None
+    pending: tuple[str, int] | None = None  # a call line waiting for its "\tfile:line"
+    for number, line in enumerate(lines, start=1):
+        if m := _GOROUTINE_RE.match(line):
+            if pending is not None:
+                raise _missing_file(ctx, pending)
+            state, minutes = _goroutine_state(m.group(2))
+            current = _Goroutine(int(m.group(1)), state, minutes, number)
+            goroutines.append(current)
+            continue
+        if current is None:
+            continue  # SIGQUIT preamble ("SIGQUIT: quit", "PC=...") is not a stack
+        if not line.strip():
+            if pending is not None:
+                raise _missing_file(ctx, pending)
+            current = None  # a blank line ends the goroutine; register dumps may follow
+            continue
+        if pending is not None:
+            fm = _GO_FILE_RE.match(line)
+            if not fm:
+                raise _missing_file(ctx, pending)
+            call, _ = pending
+            frame = {"func": call, "file": fm.group(1), "line": int(fm.group(2))}
+            if call.startswith("created by "):
+                current.created_by = call.removeprefix("created by ")
+            else:
+                current.frames.append(frame)
+            pending = None
+            continue
+        stripped = line.strip()
+        if stripped.startswith("...") or stripped.endswith("stack unavailable"):
+            continue  # "...additional frames elided...", "goroutine running on other thread"
+        if cm := _CREATED_RE.match(stripped):
+            pending = (f"created by {cm.group(1)}", number)
+            continue
+        if line.startswith("\t"):
+            raise ParseError(
+                ctx.name, number, f"expected a call line 'pkg.func(...)', found {stripped[:80]!r}"
+            )
+        call_match = _GO_CALL_RE.match(stripped)
+        pending = (call_match.group(1) if call_match else stripped, number)
+    if pending is not None:
+        raise _missing_file(ctx, pending)
+    return goroutines
+
+
+def _missing_file(ctx: ParseContext, pending: tuple[str, int]) -> ParseError:
+    call, number = pending
+    return ParseError(
+        ctx.name,
+        number + 1,
+        f"expected a '\\t/path/file.go:123 +0x1d' line after {call[:80]!r}",
+    )
+
+
+def _goroutine_state(bracket: str) -> tuple[str, int | None]:
+    parts = [p.strip() for p in bracket.split(",")]
+    minutes: int | None = None
+    kept: list[str] = []
+    for part in parts:
+        m = _MINUTES_RE.match(part)
+        if m:
+            minutes = int(m.group(1))
+        elif part and part != "locked to thread":
+            kept.append(part)
+    return (kept[0] if kept else "unknown"), minutes
+
+
+def _site(frames: list[dict[str, Any]]) -> str:
+    # The runtime frames on top (gopark, selectgo) say nothing about where the program waits.
+    for frame in frames:
+        func = str(frame["func"])
+        if not func.startswith(("runtime.", "internal/")):
+            return func
+    return str(frames[0]["func"]) if frames else "(no frames)"
+
+
+def _group(goroutines: list[_Goroutine]) -> list[dict[str, Any]]:
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for g in goroutines:
+        signature = (
+            g.state,
+            tuple((f["func"], f["file"], f["line"]) for f in g.frames),
+            g.created_by,
+        )
+        group = groups.get(signature)
+        if group is None:
+            group = {
+                "count": 0,
+                "state": g.state,
+                "wait_minutes_max": None,
+                "site": _site(g.frames),
+                "frames": g.frames,
+                "created_by": g.created_by,
+                "ids": [],
+            }
+            groups[signature] = group
+        group["count"] += 1
+        if g.minutes is not None and (
+            group["wait_minutes_max"] is None or g.minutes > group["wait_minutes_max"]
+        ):
+            group["wait_minutes_max"] = g.minutes
+        if len(group["ids"]) < _MAX_GROUP_IDS:
+            group["ids"].append(g.id)
+    return sorted(groups.values(), key=lambda grp: (-grp["count"], grp["ids"][0]))
+
+
+def _goroutine_body(groups: list[dict[str, Any]]) -> str:
+    parts = []
+    for group in groups:
+        wait = f", up to {group['wait_minutes_max']} min" if group["wait_minutes_max"] else ""
+        frames = [f"{f['func']}  {f['file']}:{f['line']}" for f in group["frames"]]
+        parts.append(
+            f"**{group['count']} × {group['site']}** [{group['state']}{wait}]\n\n"
+            + _code_block(frames)
+        )
+    return "\n\n".join(parts)

@@ -1,0 +1,176 @@
+"""Records the pure parsers return.
+
+Parsers are pure: bytes (and a small context) in, a :class:`ParseResult` out. No Django, no
+I/O. Every datetime here is aware and in UTC. Bad input raises :class:`ParseError` naming the
+file, the line and what was expected; a parser never returns a partial result for bad input.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from array import array
+from dataclasses import dataclass, field
+from typing import Any
+
+UTC = dt.UTC
+
+
+class ParseError(ValueError):
+    """Bad input: the file, the 1-based line (0 when none applies) and what was expected."""
+
+    def __init__(self, file: str, line: int, message: str) -> None:
+        self.file = file
+        self.line = line
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        if self.line:
+            return f"{self.file}:{self.line}: {self.message}"
+        return f"{self.file}: {self.message}"
+
+
+@dataclass(frozen=True)
+class ParseContext:
+    """What a parser knows besides the bytes.
+
+    ``tz`` applies to timestamps that carry no zone (SGLang logs, nvidia-smi, naive ISO times).
+    ``default_time`` is the time for records that carry none (a scrape without timestamps, a lone
+    Markdown file without changelog dates); parsers raise ParseError if they need it and it is None.
+    """
+
+    name: str
+    tz: dt.tzinfo = UTC
+    default_time: dt.datetime | None = None
+
+
+# --- events ------------------------------------------------------------
+
+# Event kinds (mirrored by timeline.choices.EventKind; keep the strings in step).
+KIND_COMMIT = "commit"
+KIND_DOC_REVISION = "doc_revision"
+KIND_CONFIG_CHANGE = "config_change"
+KIND_HARNESS_RUN = "harness_run"
+KIND_REQUEST = "request"  # at = received, ends_at = finished (None: never finished in the log)
+KIND_LOG_SPAN = "log_span"  # at = first line, ends_at = last line of a server log file
+KIND_LOG_ERROR = "log_error"  # an ERROR/Traceback line of the server itself (not prompt payload)
+KIND_STACK_DUMP = "stack_dump"
+KIND_NOTE = "note"
+
+# Lanes on the timeline (mirrored by timeline.choices.Lane).
+LANE_CONFIG = "config"
+LANE_COMMITS = "commits"
+LANE_DOCS = "docs"
+LANE_HARNESS = "harness"
+LANE_REQUESTS = "requests"
+LANE_SERVER = "server"
+LANE_DUMPS = "dumps"
+LANE_NOTES = "notes"
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """One thing that happened at a moment (or over an interval).
+
+    ``key`` is the natural key within its kind (commit hash, request id, suite/case/time, ...):
+    the loader fingerprints (kind, key) so that re-ingesting the same facts adds nothing.
+    ``attrs`` must be JSON-serialisable (str, int, float, bool, None, lists, dicts).
+    """
+
+    kind: str
+    lane: str
+    at: dt.datetime
+    key: str
+    title: str
+    body: str = ""  # Markdown
+    ends_at: dt.datetime | None = None
+    attrs: dict[str, Any] = field(default_factory=dict)
+    line: int = 0  # line in the source file where it was read, for messages and links
+
+
+# --- config ------------------------------------------------------------
+
+SCOPE_ENV = "env"  # environment variable: export K=V, K=V cmd, .env
+SCOPE_FLAG = "flag"  # command-line flag: --flag value (key is the flag with its dashes: "--tp")
+SCOPE_FILE = "file"  # a key in a YAML/TOML/JSON config file (key is dotted: "server.port")
+SCOPE_TABLE = "table"  # a Markdown key/value table row
+
+SOURCE_DOC = "doc"
+SOURCE_COMMIT = "commit"
+SOURCE_CHANGELOG = "changelog"
+SOURCE_API = "api"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting asserted by a document or file at one revision."""
+
+    key: str
+    value: str | None  # None: a boolean flag given without a value is "true"; use "true" then
+    scope: str
+    where: str  # e.g. "DSV4_DEPLOY.md:42" or "deploy/launch.sh:7"
+    condition: str = ""  # e.g. "if [ $GPU = b200 ]": kept, not flattened
+
+
+@dataclass(frozen=True)
+class ConfigChangeRecord:
+    """A key whose effective value changed at a moment.
+
+    ``old`` is None when the key is introduced, ``new`` is None when it is removed.
+    ``source`` is one of SOURCE_*; ``ref`` names what recorded it (commit hash, doc path@rev).
+    """
+
+    key: str
+    old: str | None
+    new: str | None
+    at: dt.datetime
+    scope: str
+    source: str
+    ref: str
+    where: str = ""
+    condition: str = ""
+    note: str = ""  # free text, e.g. the changelog item's words
+
+
+# --- metrics ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SeriesKey:
+    """A metric series: name and sorted label pairs."""
+
+    name: str
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass
+class SampleBlock:
+    """The samples of one series, columnar (millisecond epoch timestamps, float values).
+
+    Columnar arrays instead of one object per sample: a day of metrics is millions of samples.
+    """
+
+    key: SeriesKey
+    ts_ms: array[int] = field(default_factory=lambda: array("q"))
+    values: array[float] = field(default_factory=lambda: array("d"))
+    type: str = ""  # counter, gauge, histogram, summary, untyped ...
+    unit: str = ""
+    help: str = ""
+
+
+# --- the result ------------------------------------------------------------
+
+
+@dataclass
+class ParseResult:
+    """Everything one file yielded. ``kind`` names the parser (see ingest.sniff)."""
+
+    kind: str
+    events: list[EventRecord] = field(default_factory=list)
+    config_changes: list[ConfigChangeRecord] = field(default_factory=list)
+    samples: list[SampleBlock] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def sample_count(self) -> int:
+        return sum(len(b.ts_ms) for b in self.samples)

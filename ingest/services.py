@@ -1,0 +1,493 @@
+"""Ingest writes: register artifacts (files, repositories, bundles, archives) and load them.
+
+An artifact is loaded in one transaction: a bad file writes nothing and records
+``file:line: what was expected`` on its row. The same bytes twice are one artifact.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import os
+import shutil
+import tarfile
+import time
+import tomllib
+import zipfile
+import zoneinfo
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from ingest import loaders, sniff
+from ingest.clients import git as git_client
+from ingest.parsers import gitlog
+from ingest.parsers.types import ParseContext, ParseError, ParseResult
+from timeline.choices import RunStatus
+from timeline.models import Artifact, Incident
+
+log = logging.getLogger(__name__)
+
+IGNORED_NAMES = {"incident.toml", ".DS_Store", "README.md", "README", "README.txt"}
+BUNDLE_DIRS = ("docs", "repo", "metrics", "logs", "harness", "dumps")
+
+
+class IngestError(Exception):
+    """A request to ingest that cannot be carried out (bad path, archive, limits)."""
+
+
+@dataclass
+class BundleSettings:
+    title: str = ""
+    timezone: str = ""
+    last_good: dt.datetime | None = None
+    first_bad: dt.datetime | None = None
+
+
+@dataclass
+class RegisterOutcome:
+    artifacts: list[Artifact] = field(default_factory=list)
+    created: list[Artifact] = field(default_factory=list)
+    unrecognised: list[str] = field(default_factory=list)
+    settings: BundleSettings = field(default_factory=BundleSettings)
+
+
+# --- registering ------------------------------------------------------------
+
+
+def _upload_dir(incident: Incident) -> Path:
+    root = Path(settings.UPLOAD_ROOT).resolve()
+    target = (root / incident.slug).resolve()
+    if root not in target.parents:
+        raise IngestError(f"incident slug {incident.slug!r} would store files outside uploads")
+    target.mkdir(parents=True, exist_ok=True)
+    return target
+
+
+def artifact_register_bytes(
+    *,
+    incident: Incident,
+    name: str,
+    data: bytes,
+    options: dict[str, Any] | None = None,
+    user: Any = None,
+) -> tuple[Artifact, bool]:
+    """Store the bytes under the incident's upload folder and register them (once per sha256)."""
+    if len(data) > settings.UPLOAD_MAX_BYTES:
+        raise IngestError(
+            f"{name}: {len(data)} bytes is over the limit of {settings.UPLOAD_MAX_BYTES} bytes"
+        )
+    digest = hashlib.sha256(data).hexdigest()
+    existing = Artifact.objects.filter(incident=incident, sha256=digest).first()
+    if existing is not None:
+        return existing, False
+    folder = _upload_dir(incident)
+    stored = folder / digest
+    if not stored.exists():
+        tmp = folder / f".{digest}.part"
+        tmp.write_bytes(data)
+        os.replace(tmp, stored)
+    fmt = sniff.sniff(name, data[: sniff.HEAD_BYTES])
+    artifact, created = Artifact.objects.get_or_create(
+        incident=incident,
+        sha256=digest,
+        defaults={
+            "name": name[-500:],
+            "kind": fmt.kind if fmt else "",
+            "size": len(data),
+            "path": str(stored.relative_to(Path(settings.UPLOAD_ROOT).resolve())),
+            "options": options or {},
+            "uploaded_by": user,
+            "status": RunStatus.PENDING if fmt else RunStatus.FAILED,
+            "error": "" if fmt else _unrecognised(name),
+        },
+    )
+    return artifact, created
+
+
+def _unrecognised(name: str) -> str:
+    return f"{name}: not recognised as any known format (expected one of: {sniff.describe_known()})"
+
+
+def repository_register(
+    *,
+    incident: Incident,
+    path: Path,
+    name: str,
+    options: dict[str, Any] | None = None,
+    user: Any = None,
+) -> tuple[Artifact, bool]:
+    """A git repository is one artifact, identified by its name and HEAD commit."""
+    head = git_client.head(path)
+    digest = hashlib.sha256(f"git_repo\x00{name}\x00{head}".encode()).hexdigest()
+    artifact, created = Artifact.objects.get_or_create(
+        incident=incident,
+        sha256=digest,
+        defaults={
+            "name": name,
+            "kind": sniff.GIT_REPO,
+            "path": str(path.resolve()),
+            "options": {**(options or {}), "head": head},
+            "uploaded_by": user,
+        },
+    )
+    return artifact, created
+
+
+def read_bundle_settings(path: Path) -> BundleSettings:
+    """incident.toml: title, timezone of naive timestamps, operator marks."""
+    toml_path = path / "incident.toml"
+    if not toml_path.exists():
+        return BundleSettings()
+    try:
+        data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise IngestError(f"{toml_path.name}: {exc}") from None
+    tz = str(data.get("timezone", ""))
+    if tz:
+        try:
+            zoneinfo.ZoneInfo(tz)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise IngestError(
+                f"incident.toml: timezone {tz!r} is not an IANA zone name "
+                "(expected e.g. America/Los_Angeles)"
+            ) from None
+    marks = data.get("marks", {}) or {}
+
+    def _mark(key: str) -> dt.datetime | None:
+        value = marks.get(key)
+        if value is None:
+            return None
+        if isinstance(value, dt.datetime):
+            if value.tzinfo is None:
+                value = value.replace(tzinfo=zoneinfo.ZoneInfo(tz) if tz else dt.UTC)
+            return value.astimezone(dt.UTC)
+        raise IngestError(f"incident.toml: marks.{key} must be a date-time, got {value!r}")
+
+    return BundleSettings(
+        title=str(data.get("title", "")),
+        timezone=tz,
+        last_good=_mark("last_good"),
+        first_bad=_mark("first_bad"),
+    )
+
+
+def _walk_files(root: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        current = Path(dirpath)
+        # A git repository is one artifact: do not descend into it.
+        for d in list(dirnames):
+            if d == ".git" or git_client.is_repository_root(current / d):
+                dirnames.remove(d)
+        dirnames.sort()
+        for name in sorted(filenames):
+            p = current / name
+            if not p.is_symlink() and p.is_file():
+                yield p
+
+
+def _repositories(root: Path) -> list[Path]:
+    found = []
+    if git_client.is_repository_root(root):
+        return [root]
+    for dirpath, dirnames, _ in os.walk(root):
+        for d in sorted(dirnames):
+            if d != ".git" and git_client.is_repository_root(Path(dirpath) / d):
+                found.append(Path(dirpath) / d)
+        dirnames[:] = [d for d in dirnames if d != ".git" and Path(dirpath, d) not in found]
+    return sorted(found)
+
+
+def path_register(
+    *,
+    incident: Incident,
+    path: Path,
+    user: Any = None,
+    timezone_name: str = "",
+    default_time: dt.datetime | None = None,
+) -> RegisterOutcome:
+    """Register a file, a bundle directory or an archive (.zip / .tar.gz) as artifacts."""
+    path = Path(path)
+    if not path.exists():
+        raise IngestError(f"{path}: no such file or directory")
+    outcome = RegisterOutcome()
+    if path.is_file() and _is_archive(path):
+        path = extract_archive(path, _upload_dir(incident) / "bundles")
+    if path.is_dir():
+        outcome.settings = read_bundle_settings(path)
+    options: dict[str, Any] = {}
+    tz = timezone_name or outcome.settings.timezone or incident.timezone
+    if tz:
+        options["timezone"] = tz
+    if default_time is not None:
+        options["default_time"] = default_time.astimezone(dt.UTC).isoformat()
+
+    def _add(result: tuple[Artifact, bool]) -> None:
+        artifact, created = result
+        outcome.artifacts.append(artifact)
+        if created:
+            outcome.created.append(artifact)
+        if artifact.status == RunStatus.FAILED and not artifact.kind:
+            outcome.unrecognised.append(artifact.name)
+
+    if path.is_file():
+        _add(
+            artifact_register_bytes(
+                incident=incident,
+                name=path.name,
+                data=_read_bounded(path),
+                options=options,
+                user=user,
+            )
+        )
+        return outcome
+    for repo in _repositories(path):
+        name = str(repo.relative_to(path)) if repo != path else repo.name
+        _add(
+            repository_register(
+                incident=incident, path=repo, name=name or path.name, options=options, user=user
+            )
+        )
+    for file in _walk_files(path):
+        rel = file.relative_to(path)
+        if rel.name in IGNORED_NAMES and len(rel.parts) == 1:
+            continue
+        _add(
+            artifact_register_bytes(
+                incident=incident,
+                name=str(rel),
+                data=_read_bounded(file),
+                options=options,
+                user=user,
+            )
+        )
+    return outcome
+
+
+def _read_bounded(path: Path) -> bytes:
+    size = path.stat().st_size
+    if size > settings.UPLOAD_MAX_BYTES:
+        raise IngestError(
+            f"{path.name}: {size} bytes is over the limit of {settings.UPLOAD_MAX_BYTES} bytes"
+        )
+    return path.read_bytes()
+
+
+# --- archives ------------------------------------------------------------
+
+
+def _is_archive(path: Path) -> bool:
+    name = path.name.lower()
+    return name.endswith((".zip", ".tar.gz", ".tgz", ".tar"))
+
+
+def _safe_member(name: str) -> PurePosixPath:
+    p = PurePosixPath(name.replace("\\", "/"))
+    if p.is_absolute() or ".." in p.parts or (p.parts and ":" in p.parts[0]):
+        raise IngestError(f"archive member {name!r} would be written outside its folder")
+    return p
+
+
+def extract_archive(archive: Path, into: Path) -> Path:
+    """Extract into ``into/<sha256>/`` with every member checked; returns the bundle root.
+
+    Members may not leave the folder (``..``, absolute paths, links), and the expanded size and
+    member count are bounded (a zip bomb stops at the limit, and nothing of it is kept)."""
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    target = (into / digest).resolve()
+    if target.exists():
+        return _bundle_root(target)
+    tmp = into / f".{digest}.part"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    limit = settings.ARCHIVE_MAX_EXPANDED_BYTES
+    try:
+        if archive.name.lower().endswith(".zip"):
+            _extract_zip(archive, tmp, limit)
+        else:
+            _extract_tar(archive, tmp, limit)
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise IngestError(f"{archive.name}: not a readable archive ({exc})") from None
+    except IngestError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    os.replace(tmp, target)
+    return _bundle_root(target)
+
+
+def _bundle_root(folder: Path) -> Path:
+    """An archive of ``dsv4-wedge/...`` has the bundle one level down."""
+    entries = [p for p in folder.iterdir() if not p.name.startswith(".")]
+    if len(entries) == 1 and entries[0].is_dir() and not (folder / "incident.toml").exists():
+        return entries[0]
+    return folder
+
+
+def _check_budget(name: str, total: int, count: int, limit: int) -> None:
+    if total > limit:
+        raise IngestError(f"archive expands past the limit of {limit} bytes at member {name!r}")
+    if count > settings.ARCHIVE_MAX_MEMBERS:
+        raise IngestError(
+            f"archive has more than {settings.ARCHIVE_MAX_MEMBERS} members (at {name!r})"
+        )
+
+
+def _extract_zip(archive: Path, dest: Path, limit: int) -> None:
+    total = 0
+    with zipfile.ZipFile(archive) as zf:
+        for count, info in enumerate(zf.infolist(), start=1):
+            rel = _safe_member(info.filename)
+            _check_budget(info.filename, total, count, limit)
+            if info.is_dir():
+                (dest / rel).mkdir(parents=True, exist_ok=True)
+                continue
+            mode = (info.external_attr >> 16) & 0o170000
+            if mode == 0o120000:
+                raise IngestError(f"archive member {info.filename!r} is a link; links are refused")
+            out = dest / rel
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, open(out, "wb") as dst:
+                # Count what is really written: declared sizes in a zip can lie.
+                while chunk := src.read(1 << 20):
+                    total += len(chunk)
+                    _check_budget(info.filename, total, count, limit)
+                    dst.write(chunk)
+
+
+def _extract_tar(archive: Path, dest: Path, limit: int) -> None:
+    total = 0
+    with tarfile.open(archive, "r:*") as tf:
+        for count, member in enumerate(tf, start=1):
+            rel = _safe_member(member.name)
+            _check_budget(member.name, total, count, limit)
+            if member.isdir():
+                (dest / rel).mkdir(parents=True, exist_ok=True)
+                continue
+            if not member.isfile():
+                raise IngestError(
+                    f"archive member {member.name!r} is not a regular file; links and devices "
+                    "are refused"
+                )
+            out = dest / rel
+            out.parent.mkdir(parents=True, exist_ok=True)
+            src = tf.extractfile(member)
+            if src is None:
+                continue
+            with src, open(out, "wb") as dst:
+                while chunk := src.read(1 << 20):
+                    total += len(chunk)
+                    _check_budget(member.name, total, count, limit)
+                    dst.write(chunk)
+
+
+# --- loading ------------------------------------------------------------
+
+
+def _context(artifact: Artifact) -> ParseContext:
+    opts = artifact.options or {}
+    tz_name = opts.get("timezone") or artifact.incident.timezone or "UTC"
+    default_time = opts.get("default_time")
+    return ParseContext(
+        name=artifact.name,
+        tz=zoneinfo.ZoneInfo(tz_name),
+        default_time=dt.datetime.fromisoformat(default_time) if default_time else None,
+    )
+
+
+def parse_artifact(artifact: Artifact) -> ParseResult:
+    """Run the artifact's pure parser (or the git reader for a repository)."""
+    ctx = _context(artifact)
+    if artifact.kind == sniff.GIT_REPO:
+        commits = git_client.read_repository(Path(artifact.path))
+        return gitlog.commits_to_result(commits, repo=artifact.name, ctx=ctx)
+    data = (Path(settings.UPLOAD_ROOT).resolve() / artifact.path).read_bytes()
+    fmt = sniff.BY_KIND.get(artifact.kind)
+    if fmt is None:
+        raise ParseError(artifact.name, 0, _unrecognised(artifact.name))
+    return fmt.parse(data, ctx)
+
+
+def _claim(artifact_id: int) -> bool:
+    """Claim the row for this run. A 'running' row is re-claimed: with acks_late, a task is only
+    delivered again when the worker that ran it died, and its transaction died with it."""
+    return bool(
+        Artifact.objects.filter(
+            Q(status=RunStatus.PENDING) | Q(status=RunStatus.RUNNING), pk=artifact_id
+        ).update(status=RunStatus.RUNNING, started_at=timezone.now(), progress=0.05, error="")
+    )
+
+
+def artifact_ingest(*, artifact_id: int) -> Artifact:
+    """Parse and load one artifact in one transaction; idempotent (done rows are left alone)."""
+    if not _claim(artifact_id):
+        return Artifact.objects.get(pk=artifact_id)
+    artifact = Artifact.objects.select_related("incident").get(pk=artifact_id)
+    started = time.monotonic()
+    try:
+        result = parse_artifact(artifact)
+    except (ParseError, ValueError, RuntimeError, OSError) as exc:
+        return _fail(
+            artifact, str(exc) if isinstance(exc, ParseError) else f"{artifact.name}: {exc}"
+        )
+    Artifact.objects.filter(pk=artifact.pk).update(progress=0.5)
+    parse_s = time.monotonic() - started
+    try:
+        with transaction.atomic():
+            locked = Artifact.objects.select_for_update().get(pk=artifact.pk)
+            if locked.status == RunStatus.DONE:
+                return locked
+            # Serialise loads into one incident: series creation and sample COPY must not race.
+            with connection.cursor() as cur:
+                cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [7411, artifact.incident_id])
+            incident = artifact.incident
+            ids = loaders.load_events(incident, locked, result.events)
+            changes = loaders.load_config_changes(incident, locked, result.config_changes)
+            samples = loaders.load_samples(incident, locked, result.samples)
+            locked.status = RunStatus.DONE
+            locked.progress = 1.0
+            locked.kind = result.kind or locked.kind
+            locked.finished_at = timezone.now()
+            locked.counts = {
+                "events": len(ids),
+                "config_changes": changes,
+                "samples": samples,
+                "series": len(result.samples),
+                "warnings": result.warnings[:50],
+                "parse_seconds": round(parse_s, 3),
+                "seconds": round(time.monotonic() - started, 3),
+            }
+            locked.save()
+    except Exception as exc:  # the transaction rolled back: record why, then re-raise
+        log.exception("loading %s failed", artifact.name)
+        _fail(artifact, f"{artifact.name}: loading failed: {exc}")
+        raise
+    return locked
+
+
+def _fail(artifact: Artifact, message: str) -> Artifact:
+    Artifact.objects.filter(pk=artifact.pk).update(
+        status=RunStatus.FAILED, error=message[:5000], finished_at=timezone.now(), progress=1.0
+    )
+    artifact.refresh_from_db()
+    return artifact
+
+
+def artifacts_ingest(
+    *, artifacts: list[Artifact], on_progress: Callable[[Artifact], None] | None = None
+) -> list[Artifact]:
+    """Load several artifacts synchronously (the CLI without a worker)."""
+    done = []
+    for artifact in artifacts:
+        result = artifact_ingest(artifact_id=artifact.pk)
+        done.append(result)
+        if on_progress:
+            on_progress(result)
+    return done

@@ -1,0 +1,86 @@
+"""Which parser fits a file: by content first, name second. Unrecognised files are reported."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ingest.parsers import docs, gitlog, harness, prometheus, serverlog, stacks
+from ingest.parsers.types import ParseContext, ParseResult
+
+HEAD_BYTES = 8192
+
+
+@dataclass(frozen=True)
+class Format:
+    kind: str
+    label: str
+    looks_like: Callable[[str, bytes], bool]
+    parse: Callable[[bytes, ParseContext], ParseResult]
+
+
+# Order matters: the most specific content checks first; Markdown (which accepts any .md) last.
+FORMATS: tuple[Format, ...] = (
+    Format(
+        "prometheus_query_range",
+        "Prometheus query_range JSON",
+        prometheus.looks_like_query_range,
+        prometheus.parse_query_range,
+    ),
+    Format(
+        "lm_eval_json",
+        "lm-evaluation-harness results",
+        harness.looks_like_lm_eval,
+        harness.parse_lm_eval,
+    ),
+    Format("junit_xml", "JUnit XML", harness.looks_like_junit, harness.parse_junit),
+    Format(
+        "harness_jsonl",
+        "harness JSON Lines",
+        harness.looks_like_harness_jsonl,
+        harness.parse_harness_jsonl,
+    ),
+    Format(
+        "nvidia_smi_csv",
+        "nvidia-smi CSV",
+        prometheus.looks_like_nvidia_smi,
+        prometheus.parse_nvidia_smi,
+    ),
+    Format(
+        "sglang_log",
+        "SGLang server log",
+        serverlog.looks_like_sglang_log,
+        serverlog.parse_sglang_log,
+    ),
+    Format("pyspy_dump", "py-spy dump", stacks.looks_like_pyspy, stacks.parse_pyspy),
+    Format(
+        "goroutine_dump", "Go goroutine dump", stacks.looks_like_goroutines, stacks.parse_goroutines
+    ),
+    Format("git_log", "git log output", gitlog.looks_like_git_log_text, gitlog.parse_git_log),
+    Format(
+        "prometheus_text",
+        "Prometheus text / OpenMetrics",
+        prometheus.looks_like_exposition,
+        prometheus.parse_exposition,
+    ),
+    Format(
+        "markdown_doc",
+        "Markdown deployment doc",
+        docs.looks_like_markdown_doc,
+        docs.parse_markdown_doc,
+    ),
+)
+BY_KIND = {f.kind: f for f in FORMATS}
+GIT_REPO = "git_repo"
+
+
+def sniff(name: str, head: bytes) -> Format | None:
+    """The first format whose check accepts this file's name and first bytes, or None."""
+    for fmt in FORMATS:
+        if fmt.looks_like(name, head):
+            return fmt
+    return None
+
+
+def describe_known() -> str:
+    return ", ".join(f.label for f in FORMATS)

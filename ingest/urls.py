@@ -1,0 +1,8 @@
+from django.urls import path
+
+from ingest import views
+
+urlpatterns = [
+    path("upload/", views.upload, name="upload"),
+    path("artifacts/", views.artifact_status, name="artifact_status"),
+]

@@ -1,0 +1,222 @@
+"""Shared fixtures: users and teams, a real Celery worker, a real browser.
+
+Everything runs against the machine's real Postgres and Redis (./dev test sets DATABASE_URL and
+REDIS_URL); nothing here mocks the database, the broker or the browser.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+# One queue per test session: a stale task from an earlier run can never reach this worker.
+os.environ.setdefault("CELERY_QUEUE", f"test-{uuid.uuid4().hex[:10]}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Settings may have been read before this file was imported: point the app at the queue.
+    from timeline.celery import app
+
+    app.conf.task_default_queue = os.environ["CELERY_QUEUE"]
+
+
+@pytest.fixture(autouse=True)
+def _uploads_in_tmp(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Tests that touch the database store uploads in their own tmp folder; pure tests (which
+    may run with -p no:django) are left alone."""
+    if {"db", "transactional_db", "live_server"} & set(request.fixturenames):
+        settings = request.getfixturevalue("settings")
+        settings.UPLOAD_ROOT = tmp_path / "uploads"
+
+
+@pytest.fixture
+def team(db: None) -> Any:
+    from timeline.models import Team
+
+    return Team.objects.create(name="Inference", slug="inference")
+
+
+@pytest.fixture
+def other_team(db: None) -> Any:
+    from timeline.models import Team
+
+    return Team.objects.create(name="Training", slug="training")
+
+
+@pytest.fixture
+def user(team: Any, django_user_model: Any) -> Any:
+    u = django_user_model.objects.create_user("alice", password="correct horse battery")
+    team.members.add(u)
+    return u
+
+
+@pytest.fixture
+def outsider(other_team: Any, django_user_model: Any) -> Any:
+    u = django_user_model.objects.create_user("mallory", password="correct horse battery")
+    other_team.members.add(u)
+    return u
+
+
+@pytest.fixture
+def incident(team: Any, user: Any) -> Any:
+    from timeline.services import incident_create
+
+    return incident_create(
+        team=team, title="DSV4 decode wedge", timezone="America/Los_Angeles", user=user
+    )
+
+
+@pytest.fixture(scope="session")
+def sample_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The DSV4 wedge sample incident, generated once per session (never committed)."""
+    from ingest.samples.dsv4_wedge import write_bundle
+
+    return write_bundle(tmp_path_factory.mktemp("bundle") / "dsv4-wedge", seed=7)
+
+
+# --- a real Celery worker ------------------------------------------------------------------------
+
+
+def _test_database_url() -> str:
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    host = db["HOST"] or ""
+    port = f":{db['PORT']}" if db["PORT"] else ""
+    if host.startswith("/"):
+        return f"postgresql://{db['USER']}@/{db['NAME']}?host={host}"
+    return f"postgresql://{db['USER']}:{db['PASSWORD']}@{host}{port}/{db['NAME']}"
+
+
+class Worker:
+    """A celery worker process on this session's queue, against the test database."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, "DATABASE_URL": _test_database_url(), "PYTHONUNBUFFERED": "1"}
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        out = open(self.log, "ab")  # noqa: SIM115  (the process owns it until stop)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "timeline",
+                "worker",
+                "--pool=solo",
+                "--loglevel=INFO",
+                "--without-heartbeat",
+                "--without-gossip",
+                "--without-mingle",
+                "-Q",
+                os.environ["CELERY_QUEUE"],
+                "-n",
+                f"test-{uuid.uuid4().hex[:6]}@%h",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"celery worker exited; see {self.log}")
+            if b"ready." in self.log.read_bytes():
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"celery worker not ready after 60 s; see {self.log}")
+
+    def kill(self) -> None:
+        """SIGKILL: what a crash or an OOM kill does."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture
+def celery_worker(transactional_db: None) -> Iterator[Worker]:
+    worker = Worker(ARTIFACTS / "worker.log")
+    worker.start()
+    yield worker
+    worker.stop()
+
+
+def wait_for(predicate: Any, timeout: float = 60.0, interval: float = 0.2) -> Any:
+    """Poll until predicate() is truthy; fail the test with the timeout otherwise."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+# --- a real browser ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright runs an event loop
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def logged_in_page(browser: Any, live_server: Any, user: Any, client: Any) -> Iterator[Any]:
+    """A browser page with alice's session cookie."""
+    client.force_login(user)
+    cookie = client.cookies["sessionid"]
+    context = browser.new_context(viewport={"width": 1500, "height": 1100})
+    context.add_cookies([{"name": "sessionid", "value": cookie.value, "url": live_server.url}])
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    yield page
+    context.close()
+
+
+def screenshot(page: Any, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

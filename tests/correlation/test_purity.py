@@ -1,0 +1,43 @@
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "timeline" / "correlation"
+# The engine is pure: no Django, and nothing that reaches files, processes or the network.
+FORBIDDEN = {"django", "subprocess", "socket", "urllib", "http", "requests", "shutil", "psycopg"}
+
+
+def _imported_roots(source: str) -> set[str]:
+    roots: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def test_the_correlation_package_imports_no_django_and_no_io_modules():
+    modules = sorted(PACKAGE.glob("*.py"))
+    assert len(modules) >= 7
+
+    offending = {
+        path.name: sorted(_imported_roots(path.read_text(encoding="utf-8")) & FORBIDDEN)
+        for path in modules
+    }
+
+    assert {name: found for name, found in offending.items() if found} == {}
+
+
+def test_the_correlation_package_never_calls_open():
+    calls = [
+        path.name
+        for path in PACKAGE.glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open"
+    ]
+
+    assert calls == []
+
+
+def test_the_import_walker_sees_a_django_import():
+    assert "django" in _imported_roots("from django.db import models\nimport numpy")

@@ -1,0 +1,312 @@
+"""Config files of the deploy repository: which ones count, their settings, and diffs."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from ingest.parsers.configfiles import diff_settings, extract_settings, is_config_path
+from ingest.parsers.types import UTC, ConfigChangeRecord, ParseError, Setting
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "docs"
+
+
+def read(name: str) -> list[Setting]:
+    return extract_settings(name, (FIXTURES / name).read_text(encoding="utf-8"))
+
+
+def s(key: str, value: str, scope: str, where: str, condition: str = "") -> Setting:
+    return Setting(key, value, scope, where, condition)
+
+
+# --- which files ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "launch.sh",
+        "deploy/run_server.bash",
+        "bin/launch",
+        "start-dsv4",
+        ".env",
+        "deploy/prod.env",
+        ".env.production",
+        "k8s/deployment.yaml",
+        "compose.yml",
+        "router.toml",
+        "config/router.json",
+        "docs/DSV4_DEPLOY.md",
+    ],
+)
+def test_config_paths_are_recognised(path: str) -> None:
+    assert is_config_path(path)
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["package-lock.json", "web/package-lock.json", "runtime.py", "README", "main.go", "run.py"],
+)
+def test_other_paths_are_not_config(path: str) -> None:
+    assert not is_config_path(path)
+
+
+def test_unknown_file_yields_no_settings() -> None:
+    assert extract_settings("src/main.go", "package main\n") == []
+
+
+# --- each format (golden) ------------------------------------------------------------------------
+
+
+def test_launch_script_settings() -> None:
+    case = 'case "$GPU" in'
+    assert read("launch.sh") == [
+        s("MODEL_PATH", "deepseek-ai/DeepSeek-V4", "env", "launch.sh:5"),
+        s("SGLANG_SM120_MMA_TARGET_CTAS", "512", "env", "launch.sh:6"),
+        s("NCCL_SOCKET_IFNAME", "eth0", "env", "launch.sh:7"),
+        s("SGLANG_ENABLE_PDL", "1", "env", "launch.sh:10", f"{case} b200)"),
+        s("SGLANG_ENABLE_PDL", "0", "env", "launch.sh:11", f"{case} *)"),
+        s("PYTHONUNBUFFERED", "1", "env", "launch.sh:14"),
+        s("--model-path", "deepseek-ai/DeepSeek-V4", "flag", "launch.sh:15"),
+        s("--tokenizer-path", "/models/dsv4-tok-v2", "flag", "launch.sh:16"),
+        s("--tp", "8", "flag", "launch.sh:17"),
+        s("--mem-fraction-static", "0.88", "flag", "launch.sh:18"),
+        s("--chunked-prefill-size", "16384", "flag", "launch.sh:19"),
+        s("--enable-metrics", "true", "flag", "launch.sh:20"),
+        s("--port", "30000", "flag", "launch.sh:21"),
+    ]
+
+
+def test_dotenv_settings() -> None:
+    assert read("deploy.env") == [
+        s("METRICS_PORT", "9401", "env", "deploy.env:2"),
+        s("LOG_LEVEL", "debug", "env", "deploy.env:3"),
+        s("HF_HOME", "/models/hf cache", "env", "deploy.env:4"),
+        s("SERVED_NAME", "dsv4-${LOG_LEVEL}", "env", "deploy.env:5"),
+        s("METRICS_URL", "http://localhost:9401/metrics", "env", "deploy.env:6"),
+        s("EMPTY", "", "env", "deploy.env:7"),
+    ]
+
+
+def test_dotenv_line_that_is_not_an_assignment_names_the_line() -> None:
+    with pytest.raises(ParseError) as err:
+        extract_settings(".env", "A=1\nthis is not an assignment\n")
+    assert (err.value.file, err.value.line) == (".env", 2)
+    assert err.value.message.startswith("expected KEY=VALUE")
+
+
+def test_dotenv_unterminated_quote_names_the_line() -> None:
+    with pytest.raises(ParseError) as err:
+        extract_settings("prod.env", 'A="open\n')
+    assert err.value.line == 1
+
+
+def test_k8s_manifest_is_flattened_and_its_env_and_launch_args_read() -> None:
+    settings = read("deployment.yaml")
+    file_scope = [(x.key, x.value, x.where) for x in settings if x.scope == "file"]
+    assert file_scope[:5] == [
+        ("apiVersion", "apps/v1", "deployment.yaml:2"),
+        ("kind", "Deployment", "deployment.yaml:3"),
+        ("metadata.name", "dsv4", "deployment.yaml:5"),
+        ("metadata.labels.app", "dsv4", "deployment.yaml:7"),
+        ("spec.replicas", "1", "deployment.yaml:9"),
+    ]
+    key, containers, where = file_scope[5]
+    assert (key, where) == ("spec.template.spec.containers", "deployment.yaml:13")
+    assert containers.startswith('[{"name": "sglang", "image": "lmsysorg/sglang:v0.5.6"')
+    assert len(file_scope) == 6
+    assert [x for x in settings if x.scope != "file"] == [
+        s("SGLANG_SM120_MMA_TARGET_CTAS", "512", "env", "deployment.yaml:23"),
+        s("--model-path", "deepseek-ai/DeepSeek-V4", "flag", "deployment.yaml:15"),
+        s("--tp", "8", "flag", "deployment.yaml:15"),
+        s("--enable-metrics", "true", "flag", "deployment.yaml:15"),
+    ]
+
+
+def test_compose_file_merges_anchors_and_reads_environment_maps_and_lists() -> None:
+    assert read("compose.yaml") == [
+        s("x-common.restart", "unless-stopped", "file", "compose.yaml:2"),
+        s("x-common.shm_size", "32g", "file", "compose.yaml:3"),
+        s("services.sglang.restart", "unless-stopped", "file", "compose.yaml:2"),
+        s("services.sglang.shm_size", "32g", "file", "compose.yaml:3"),
+        s("services.sglang.image", "lmsysorg/sglang:v0.5.6", "file", "compose.yaml:7"),
+        s(
+            "services.sglang.command",
+            "python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V4 --tp 8",
+            "file",
+            "compose.yaml:8",
+        ),
+        s("services.sglang.environment.LOG_LEVEL", "info", "file", "compose.yaml:10"),
+        s("services.sglang.environment.SGLANG_ENABLE_PDL", "1", "file", "compose.yaml:11"),
+        s("services.sglang.ports", '["30000:30000"]', "file", "compose.yaml:12"),
+        s("services.metrics.image", "prom/prometheus:v3.0.0", "file", "compose.yaml:14"),
+        s("services.metrics.environment", '["METRICS_PORT=9400"]', "file", "compose.yaml:16"),
+        s("services.metrics.enabled", "true", "file", "compose.yaml:17"),
+        s("services.metrics.note", "null", "file", "compose.yaml:18"),
+        s("LOG_LEVEL", "info", "env", "compose.yaml:10"),
+        s("SGLANG_ENABLE_PDL", "1", "env", "compose.yaml:11"),
+        s("--model-path", "deepseek-ai/DeepSeek-V4", "flag", "compose.yaml:8"),
+        s("--tp", "8", "flag", "compose.yaml:8"),
+        s("METRICS_PORT", "9400", "env", "compose.yaml:16"),
+    ]
+
+
+def test_toml_settings() -> None:
+    assert read("server.toml") == [
+        s("title", "dsv4 router", "file", "server.toml"),
+        s("server.port", "30000", "file", "server.toml"),
+        s("server.timeout", "12.5", "file", "server.toml"),
+        s("server.started", "2026-11-20T07:30:00-08:00", "file", "server.toml"),
+        s("server.env.LOG_LEVEL", "info", "file", "server.toml"),
+        s("backends", '[{"url": "http://node1:30000"}]', "file", "server.toml"),
+        s("LOG_LEVEL", "info", "env", "server.toml"),
+    ]
+
+
+def test_json_settings() -> None:
+    assert read("router.json") == [
+        s("model", "deepseek-ai/DeepSeek-V4", "file", "router.json"),
+        s("scheduling.policy", "lpm", "file", "router.json"),
+        s("scheduling.max_running_requests", "256", "file", "router.json"),
+        s("scheduling.pdl", "true", "file", "router.json"),
+        s("gpus", "[0, 1, 2, 3]", "file", "router.json"),
+        s("env.SGLANG_SM120_MMA_TARGET_CTAS", "512", "file", "router.json"),
+        s("SGLANG_SM120_MMA_TARGET_CTAS", "512", "env", "router.json"),
+    ]
+
+
+def test_markdown_file_is_read_as_a_deployment_doc() -> None:
+    settings = extract_settings("docs/DSV4_DEPLOY.md", "```bash\nexport A=1\n```\n")
+    assert settings == [s("A", "1", "env", "docs/DSV4_DEPLOY.md:2")]
+
+
+def test_multi_document_yaml_prefixes_keys_with_the_document_index() -> None:
+    text = "kind: Service\n---\nkind: Deployment\n"
+    assert extract_settings("all.yaml", text) == [
+        s("0.kind", "Service", "file", "all.yaml:1"),
+        s("1.kind", "Deployment", "file", "all.yaml:3"),
+    ]
+
+
+def test_empty_yaml_has_no_settings() -> None:
+    assert extract_settings("empty.yaml", "# nothing yet\n") == []
+
+
+# --- malformed files -----------------------------------------------------------------------------
+
+
+def test_malformed_yaml_names_the_line() -> None:
+    with pytest.raises(ParseError) as err:
+        read("malformed.yaml")
+    assert (err.value.file, err.value.line) == ("malformed.yaml", 5)
+    assert err.value.message.startswith("expected valid YAML")
+
+
+def test_malformed_toml_names_the_line() -> None:
+    with pytest.raises(ParseError) as err:
+        extract_settings("router.toml", "[server]\nport = 30000\ntimeout 12\n")
+    assert (err.value.file, err.value.line) == ("router.toml", 3)
+    assert err.value.message.startswith("expected valid TOML")
+
+
+def test_malformed_json_names_the_line() -> None:
+    with pytest.raises(ParseError) as err:
+        extract_settings("router.json", '{\n  "a": 1,\n  "b": \n}\n')
+    assert (err.value.file, err.value.line) == ("router.json", 4)
+    assert err.value.message.startswith("expected valid JSON")
+
+
+def test_shell_script_with_an_unterminated_quote_names_the_line() -> None:
+    with pytest.raises(ParseError) as err:
+        extract_settings("launch.sh", 'export A=1\nexport B="open\nexport C=3\n')
+    assert (err.value.file, err.value.line) == ("launch.sh", 2)
+
+
+# --- diff ----------------------------------------------------------------------------------------
+
+AT = dt.datetime(2026, 11, 20, 13, 12, tzinfo=ZoneInfo("America/Los_Angeles"))
+
+
+def test_diff_reports_introduced_removed_and_changed_keys_sorted() -> None:
+    before = [
+        s("--tp", "8", "flag", "launch.sh:10"),
+        s("--tokenizer-path", "/models/dsv4-tok-v1", "flag", "launch.sh:11"),
+        s("OLD_ONLY", "1", "env", "launch.sh:3"),
+    ]
+    after = [
+        s("--tp", "8", "flag", "launch.sh:11"),
+        s("--tokenizer-path", "/models/dsv4-tok-v2", "flag", "launch.sh:12"),
+        s("SGLANG_SM120_MMA_TARGET_CTAS", "512", "env", "launch.sh:4"),
+    ]
+    changes = diff_settings(before, after, at=AT, source="commit", ref="abc123")
+    at = dt.datetime(2026, 11, 20, 21, 12, tzinfo=UTC)
+    assert changes == [
+        ConfigChangeRecord(
+            "--tokenizer-path",
+            "/models/dsv4-tok-v1",
+            "/models/dsv4-tok-v2",
+            at,
+            "flag",
+            "commit",
+            "abc123",
+            where="launch.sh:12",
+        ),
+        ConfigChangeRecord("OLD_ONLY", "1", None, at, "env", "commit", "abc123", "launch.sh:3"),
+        ConfigChangeRecord(
+            "SGLANG_SM120_MMA_TARGET_CTAS",
+            None,
+            "512",
+            at,
+            "env",
+            "commit",
+            "abc123",
+            "launch.sh:4",
+        ),
+    ]
+    assert changes[0].at.tzinfo is UTC
+
+
+def test_diff_identity_includes_the_condition() -> None:
+    before = [
+        s("PDL", "1", "env", "a:1", "if b200"),
+        s("PDL", "0", "env", "a:3", "else of if b200"),
+    ]
+    after = [s("PDL", "1", "env", "a:1", "if b200"), s("PDL", "2", "env", "a:3", "else of if b200")]
+    (change,) = diff_settings(before, after, at=AT, source="doc", ref="d@1")
+    assert (change.key, change.old, change.new, change.condition) == (
+        "PDL",
+        "0",
+        "2",
+        "else of if b200",
+    )
+
+
+def test_diff_last_assignment_of_a_key_wins() -> None:
+    before = [s("A", "1", "env", "x:1"), s("A", "2", "env", "x:5")]
+    after = [s("A", "2", "env", "x:1")]
+    assert diff_settings(before, after, at=AT, source="commit", ref="r") == []
+
+
+def test_diff_of_identical_states_is_empty_and_naive_time_is_refused() -> None:
+    same = [s("A", "1", "env", "x:1")]
+    assert diff_settings(same, same, at=AT, source="commit", ref="r") == []
+    with pytest.raises(ValueError, match="aware"):
+        diff_settings(same, [], at=dt.datetime(2026, 11, 20, 13, 12), source="commit", ref="r")
+
+
+def test_story_launch_script_commit_introduces_the_ctas_setting() -> None:
+    after_text = (FIXTURES / "launch.sh").read_text(encoding="utf-8")
+    before_text = after_text.replace("export SGLANG_SM120_MMA_TARGET_CTAS=512\n", "")
+    changes = diff_settings(
+        extract_settings("launch.sh", before_text),
+        extract_settings("launch.sh", after_text),
+        at=AT,
+        source="commit",
+        ref="c0ffee",
+    )
+    assert [(c.key, c.old, c.new, c.scope) for c in changes] == [
+        ("SGLANG_SM120_MMA_TARGET_CTAS", None, "512", "env")
+    ]

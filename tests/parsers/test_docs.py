@@ -1,0 +1,502 @@
+"""Deployment docs: settings from shell blocks and tables, changes from the changelog."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ingest.parsers.docs import (
+    changelog_changes,
+    looks_like_markdown_doc,
+    markdown_settings,
+    parse_markdown_doc,
+)
+from ingest.parsers.shell import launch_flags, shell_settings, strip_console_prompts
+from ingest.parsers.types import (
+    KIND_DOC_REVISION,
+    LANE_DOCS,
+    UTC,
+    ConfigChangeRecord,
+    ParseContext,
+    ParseError,
+    Setting,
+)
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "docs"
+PST = ZoneInfo("America/Los_Angeles")
+DOC = "DSV4_DEPLOY.md"
+IF_B200 = 'if [ "$GPU" = b200 ]'
+
+
+def doc_text() -> str:
+    return (FIXTURES / DOC).read_text(encoding="utf-8")
+
+
+def env(key: str, value: str, line: int, condition: str = "") -> Setting:
+    return Setting(key, value, "env", f"{DOC}:{line}", condition)
+
+
+def flag(key: str, value: str, line: int) -> Setting:
+    return Setting(key, value, "flag", f"{DOC}:{line}")
+
+
+def md(text: str) -> list[Setting]:
+    return markdown_settings(text, path="t.md")
+
+
+def pairs(settings: list[Setting]) -> list[tuple[str, str | None]]:
+    return [(s.key, s.value) for s in settings]
+
+
+# --- the DSV4 deployment doc (golden) ------------------------------------------------------------
+
+
+def test_deploy_doc_yields_exactly_its_shell_and_table_settings() -> None:
+    assert markdown_settings(doc_text(), path=DOC) == [
+        env("MODEL_PATH", "deepseek-ai/DeepSeek-V4", 18),
+        env("TOKENIZER_PATH", "/models/dsv4-tok-v1", 19),
+        env("SGLANG_SM120_MMA_TARGET_CTAS", "512", 20),
+        env("NCCL_IB_DISABLE", "0", 21),
+        env("NCCL_SOCKET_IFNAME", "eth0", 21),
+        env("SGLANG_ENABLE_PDL", "1", 28, IF_B200),
+        env("SGLANG_ENABLE_PDL", "0", 30, f"else of {IF_B200}"),
+        flag("--model-path", "deepseek-ai/DeepSeek-V4", 38),
+        flag("--tokenizer-path", "/models/dsv4-tok-v1", 39),
+        flag("--tp", "8", 40),
+        flag("--mem-fraction-static", "0.88", 41),
+        flag("--chunked-prefill-size", "8192", 42),
+        flag("--enable-metrics", "true", 43),
+        flag("--host", "0.0.0.0", 44),
+        flag("--port", "30000", 44),
+        env("METRICS_PORT", "9400", 50),
+        env("SGLANG_SM120_MMA_TARGET_CTAS", "512", 73),
+        flag("--mem-fraction-static", "0.88", 74),
+        Setting("served model name", "dsv4", "table", f"{DOC}:75"),
+    ]
+
+
+def test_deploy_doc_changelog_yields_dated_changes_in_utc() -> None:
+    changes = changelog_changes(doc_text(), path=DOC, ref="DSV4_DEPLOY.md@abc", tz=PST)
+    initial = "2026-11-20 07:30 initial version: --tp 8, --mem-fraction-static 0.85"
+    raise_note = "2026-11-20 09:30 raise --mem-fraction-static from 0.85 to 0.88 (more KV cache)"
+    ctas_note = "2026-11-20 13:10 set SGLANG_SM120_MMA_TARGET_CTAS=512 (pdl)"
+
+    def change(key: str, old: str | None, new: str, hour: int, minute: int, line: int, note: str):
+        return ConfigChangeRecord(
+            key=key,
+            old=old,
+            new=new,
+            at=dt.datetime(2026, 11, 20, hour, minute, tzinfo=UTC),
+            scope="flag" if key.startswith("--") else "env",
+            source="changelog",
+            ref="DSV4_DEPLOY.md@abc",
+            where=f"{DOC}:{line}",
+            note=note,
+        )
+
+    assert changes == [
+        change("--tp", None, "8", 15, 30, 84, initial),
+        change("--mem-fraction-static", None, "0.85", 15, 30, 84, initial),
+        change("--mem-fraction-static", "0.85", "0.88", 17, 30, 85, raise_note),
+        change("SGLANG_SM120_MMA_TARGET_CTAS", None, "512", 21, 10, 86, ctas_note),
+    ]
+
+
+def test_prose_mentioning_a_setting_is_not_an_assignment() -> None:
+    keys = {s.key for s in markdown_settings(doc_text(), path=DOC)}
+    assert "SGLANG_OPT_FP8_WO_A_GEMM" not in keys
+    assert "SGLANG_ENABLE_JIT_DEEPGEMM" not in keys
+    assert "NCCL_DEBUG" not in keys  # prose, and a table row with an empty value
+
+
+def test_prose_in_paragraphs_and_list_items_yields_nothing() -> None:
+    text = (
+        "# Notes\n\nDo not set `SGLANG_OPT_FP8_WO_A_GEMM=1`.\n\n"
+        "- with the default `X=true` everything works\n"
+        "- run `python3 -m sglang.launch_server --tp 8` by hand\n\n"
+        "> export QUOTED=1\n"
+    )
+    assert md(text) == []
+
+
+def test_comments_and_echoed_text_in_a_shell_block_are_not_settings() -> None:
+    text = '```bash\n# export COMMENTED=1\necho "ECHOED=1"  # NOT=1\nREAL=1 # trailing\n```\n'
+    assert pairs(md(text)) == [("REAL", "1")]
+
+
+def test_output_lines_of_a_console_block_are_not_settings() -> None:
+    keys = [s.key for s in markdown_settings(doc_text(), path=DOC)]
+    assert "LOG_LEVEL" not in keys
+
+
+def test_code_blocks_in_other_languages_are_ignored() -> None:
+    keys = [s.key for s in markdown_settings(doc_text(), path=DOC)]
+    assert "PYTHON_VAR" not in keys
+    assert "SGLANG_FAKE" not in keys
+
+
+# --- shell blocks in Markdown --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("info", ["bash", "sh", "shell", "console", "text", ""])
+def test_every_shell_like_fence_is_read(info: str) -> None:
+    body = "$ export A=1" if info == "console" else "export A=1"
+    assert md(f"```{info}\n{body}\n```\n") == [Setting("A", "1", "env", "t.md:2")]
+
+
+def test_variable_resolves_to_an_earlier_blocks_assignment() -> None:
+    text = (
+        "```bash\nexport MODEL_PATH=/models/dsv4\n```\n\nthen\n\n"
+        '```bash\npython3 -m sglang.launch_server --model-path "${MODEL_PATH}" --tp 8\n```\n'
+    )
+    assert pairs(md(text)) == [
+        ("MODEL_PATH", "/models/dsv4"),
+        ("--model-path", "/models/dsv4"),
+        ("--tp", "8"),
+    ]
+
+
+def test_unresolved_variable_is_kept_literally() -> None:
+    text = '```bash\npython3 -m sglang.launch_server --model-path "${MODEL_PATH}"\n```\n'
+    assert pairs(md(text)) == [("--model-path", "${MODEL_PATH}")]
+
+
+def test_unterminated_fence_is_read_to_the_end_of_the_document() -> None:
+    text = "# Doc\n\n```bash\nexport A=1\nexport B=2\n"
+    assert md(text) == [
+        Setting("A", "1", "env", "t.md:4"),
+        Setting("B", "2", "env", "t.md:5"),
+    ]
+
+
+def test_fence_inside_a_list_item_keeps_its_line_numbers() -> None:
+    text = "1. Export:\n\n   ```bash\n   export A=1\n   ```\n"
+    assert md(text) == [Setting("A", "1", "env", "t.md:4")]
+
+
+def test_text_block_that_is_not_shell_is_skipped_but_a_bash_block_is_an_error() -> None:
+    assert md("```text\nit's fine, don't worry\n```\n") == []
+    with pytest.raises(ParseError) as err:
+        md("# T\n\n```bash\nexport A='unterminated\n```\n")
+    assert err.value.line == 4
+    assert "closing '" in err.value.message
+
+
+def test_console_transcript_keeps_commands_and_continuations_only() -> None:
+    text = "$ python3 -m sglang.launch_server \\\n>   --tp 8\nServer ready\n$ export A=1\n"
+    assert strip_console_prompts(text) == (
+        "python3 -m sglang.launch_server \\\n  --tp 8\n\nexport A=1\n"
+    )
+
+
+# --- tables --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "key", "value", "scope"),
+    [
+        ("| Variable | Value |", "`SGLANG_X`", "`512`", "env"),
+        ("| Flag | Setting |", "`--tp`", "8", "flag"),
+        ("| key | VALUE |", "served_name", "**dsv4**", "table"),
+        ("| Name | Default | Notes |", "`--port`", "30000", "flag"),
+    ],
+)
+def test_key_value_tables_yield_settings(header: str, key: str, value: str, scope: str) -> None:
+    columns = header.count("|") - 1
+    text = f"{header}\n|{'---|' * columns}\n| {key} | {value} |{' x |' * (columns - 2)}\n"
+    (setting,) = md(text)
+    assert setting.key == key.strip("`")
+    assert setting.value == value.strip("`*")
+    assert setting.scope == scope
+    assert setting.where == "t.md:3"
+
+
+def test_table_without_a_key_and_value_column_is_not_settings() -> None:
+    assert md("| Symptom | Meaning |\n|---|---|\n| `X=1` | wedge |\n") == []
+
+
+def test_huge_table_is_read_without_trouble() -> None:
+    rows = "".join(f"| K_{i} | {i} |\n" for i in range(5000))
+    settings = md("| Variable | Value |\n|---|---|\n" + rows)
+    assert len(settings) == 5000
+    assert settings[-1] == Setting("K_4999", "4999", "env", "t.md:5002")
+
+
+# --- shell_settings directly ---------------------------------------------------------------------
+
+
+def test_shell_snippet_reads_assignments_prefixes_quotes_and_launch_flags() -> None:
+    text = (
+        "export A=1 B='two words'\n"
+        'C="x y"\n'
+        "CUDA_VISIBLE_DEVICES=0,1 nohup python3 -u -m sglang.launch_server \\\n"
+        "  --model-path=/m --tp 8 \\\n"
+        "  --enable-metrics --cuda-graph-bs 1 2 4 > /tmp/log 2>&1 &\n"
+    )
+    assert shell_settings(text, where="s.sh", first_line=10) == [
+        Setting("A", "1", "env", "s.sh:10"),
+        Setting("B", "two words", "env", "s.sh:10"),
+        Setting("C", "x y", "env", "s.sh:11"),
+        Setting("CUDA_VISIBLE_DEVICES", "0,1", "env", "s.sh:12"),
+        Setting("--model-path", "/m", "flag", "s.sh:13"),
+        Setting("--tp", "8", "flag", "s.sh:13"),
+        Setting("--enable-metrics", "true", "flag", "s.sh:14"),
+        Setting("--cuda-graph-bs", "1 2 4", "flag", "s.sh:14"),
+    ]
+
+
+def test_commands_that_launch_no_server_yield_no_flags() -> None:
+    text = "pip install --upgrade sglang\ncurl --retry 3 localhost\npython3 bench.py --n 5\n"
+    assert shell_settings(text, where="s.sh") == []
+
+
+def test_vllm_serve_flags_skip_the_positional_model() -> None:
+    text = "vllm serve deepseek-ai/DeepSeek-V4 --tensor-parallel-size 8\n"
+    assert pairs(shell_settings(text, where="s.sh")) == [("--tensor-parallel-size", "8")]
+
+
+def test_single_quotes_prevent_expansion_and_defaults_apply() -> None:
+    text = "A=1\nB='$A'\nC=\"$A\"\nD=${MISSING:-fallback}\nE=${A:-fallback}\n"
+    assert pairs(shell_settings(text, where="s.sh")) == [
+        ("A", "1"),
+        ("B", "$A"),
+        ("C", "1"),
+        ("D", "fallback"),
+        ("E", "1"),
+    ]
+
+
+def test_caller_env_resolves_references_and_is_not_modified() -> None:
+    given = {"MODEL": "/m"}
+    settings = shell_settings("X=${MODEL}\nMODEL=/other\n", where="s.sh", env=given)
+    assert pairs(settings) == [("X", "/m"), ("MODEL", "/other")]
+    assert given == {"MODEL": "/m"}
+
+
+def test_prefix_assignment_holds_only_for_its_command() -> None:
+    text = "A=1 true\necho\nB=${A}\n"
+    assert pairs(shell_settings(text, where="s.sh")) == [("A", "1"), ("B", "${A}")]
+
+
+def test_branch_assignment_does_not_leak_past_fi() -> None:
+    text = 'if [ -n "$X" ]; then\n  M=a\nelse\n  M=b\nfi\nN=$M\n'
+    settings = shell_settings(text, where="s.sh")
+    assert settings[-1] == Setting("N", "$M", "env", "s.sh:6")
+    assert [s.condition for s in settings[:2]] == [
+        'if [ -n "$X" ]',
+        'else of if [ -n "$X" ]',
+    ]
+
+
+def test_test_and_chain_marks_the_setting_conditional() -> None:
+    (setting,) = shell_settings('[ "$GPU" = b200 ] && export PDL=1\n', where="s.sh")
+    assert setting.condition == '[ "$GPU" = b200 ] &&'
+
+
+def test_heredoc_body_is_not_read_as_commands() -> None:
+    text = "cat <<'EOF' > x.env\nINSIDE=1\nEOF\nAFTER=1\n"
+    assert pairs(shell_settings(text, where="s.sh")) == [("AFTER", "1")]
+
+
+def test_unset_drops_an_earlier_assignment() -> None:
+    assert pairs(shell_settings("A=1\nB=2\nunset A\n", where="s.sh")) == [("B", "2")]
+
+
+def test_launch_flags_reads_a_split_command() -> None:
+    words = ["python3", "-m", "sglang.launch_server", "--tp", "8", "--enable-metrics"]
+    assert launch_flags(words) == [("--tp", "8"), ("--enable-metrics", "true")]
+    assert launch_flags(["ls", "-la"]) is None
+
+
+# --- changelog -----------------------------------------------------------------------------------
+
+
+def log(*items: str, heading: str = "## Changelog") -> str:
+    return "# Doc\n\n" + heading + "\n\n" + "".join(f"- {item}\n" for item in items)
+
+
+def test_changelog_times_in_all_three_shapes_become_aware_utc() -> None:
+    text = log(
+        "2026-11-20 13:10 set A_X=1",
+        "2026-11-20T13:10 set B_X=1",
+        "2026-11-20 set C_X=1",
+        "2026-11-20T13:10:00Z set D_X=1",
+    )
+    got = [c.at for c in changelog_changes(text, path="t.md", ref="r", tz=PST)]
+    assert got == [
+        dt.datetime(2026, 11, 20, 21, 10, tzinfo=UTC),
+        dt.datetime(2026, 11, 20, 21, 10, tzinfo=UTC),
+        dt.datetime(2026, 11, 20, 8, 0, tzinfo=UTC),
+        dt.datetime(2026, 11, 20, 13, 10, tzinfo=UTC),
+    ]
+    assert all(at.tzinfo is UTC for at in got)
+
+
+def test_changelog_old_and_new_values_from_words_and_arrows() -> None:
+    text = log(
+        "2026-11-20 08:40 LOG_LEVEL info -> debug",
+        "2026-11-20 13:05 --tokenizer-path /models/dsv4-tok-v1 → /models/dsv4-tok-v2",
+        "2026-11-20 13:40 bump --chunked-prefill-size to 16384",
+        "2026-11-20 16:30 revert `--chunked-prefill-size=16384` -> 8192",
+        "2026-11-20 17:00 add `--enable-metrics`",
+    )
+    got = [(c.key, c.old, c.new) for c in changelog_changes(text, path="t.md", ref="r", tz=PST)]
+    assert got == [
+        ("LOG_LEVEL", "info", "debug"),
+        ("--tokenizer-path", "/models/dsv4-tok-v1", "/models/dsv4-tok-v2"),
+        ("--chunked-prefill-size", None, "16384"),
+        ("--chunked-prefill-size", "16384", "8192"),
+        ("--enable-metrics", None, "true"),
+    ]
+
+
+def test_changelog_remove_and_unset_give_no_new_value() -> None:
+    text = log(
+        "2026-11-20 17:00 remove SGLANG_SM120_MMA_TARGET_CTAS=512",
+        "2026-11-20 17:01 unset NCCL_DEBUG, set NCCL_IB_DISABLE=1",
+        "2026-11-20 17:02 `--enable-metrics` removed",
+    )
+    got = [(c.key, c.old, c.new) for c in changelog_changes(text, path="t.md", ref="r", tz=PST)]
+    assert got == [
+        ("SGLANG_SM120_MMA_TARGET_CTAS", None, None),
+        ("NCCL_DEBUG", None, None),
+        ("NCCL_IB_DISABLE", None, "1"),
+        ("--enable-metrics", None, None),
+    ]
+
+
+def test_only_changelog_sections_and_dated_items_count() -> None:
+    text = (
+        "# Doc\n\n## Steps\n\n- 2026-11-20 10:00 set NOT_LOG=1\n\n"
+        "## Change history\n\n- undated item SET_X=1\n- 2026-11-20 10:00 set IN_LOG=1\n"
+        "- 2026-11-20\n\n### Details\n\n- 2026-11-20 11:00 set SUB=1\n\n"
+        "## Later\n\n- 2026-11-20 12:00 set AFTER=1\n"
+    )
+    keys = [c.key for c in changelog_changes(text, path="t.md", ref="r", tz=UTC)]
+    assert keys == ["IN_LOG", "SUB"]
+
+
+def test_time_only_items_take_the_date_of_their_heading() -> None:
+    text = "# Doc\n\n## Changelog\n\n### 2026-11-20\n\n- 13:10 set SGLANG_X=512\n"
+    (change,) = changelog_changes(text, path="t.md", ref="r", tz=PST)
+    assert change.at == dt.datetime(2026, 11, 20, 21, 10, tzinfo=UTC)
+    assert change.where == "t.md:7"
+
+
+def test_malformed_changelog_date_names_the_line() -> None:
+    text = log("2026-11-20 09:30 set A_X=1", "2026-13-45 set B_X=1")
+    with pytest.raises(ParseError) as err:
+        changelog_changes(text, path="t.md", ref="r", tz=UTC)
+    assert (err.value.file, err.value.line) == ("t.md", 6)
+    assert "2026-13-45" in err.value.message
+
+
+def test_malformed_changelog_time_names_the_line() -> None:
+    with pytest.raises(ParseError) as err:
+        changelog_changes(log("2026-11-20 25:61 set A_X=1"), path="t.md", ref="r", tz=UTC)
+    assert err.value.line == 5
+
+
+# --- a lone document -----------------------------------------------------------------------------
+
+
+def test_lone_doc_is_one_revision_at_its_latest_changelog_time() -> None:
+    data = (FIXTURES / DOC).read_bytes()
+    result = parse_markdown_doc(data, ParseContext(name=DOC, tz=PST))
+    (event,) = result.events
+    key = f"{DOC}@{hashlib.sha256(data).hexdigest()[:12]}"
+    assert result.kind == "markdown_doc"
+    assert (event.kind, event.lane, event.key) == (KIND_DOC_REVISION, LANE_DOCS, key)
+    assert event.title == "DSV4_DEPLOY.md revision"
+    assert event.at == dt.datetime(2026, 11, 20, 21, 12, tzinfo=UTC)  # the 13:12 item
+    assert event.attrs["path"] == DOC
+    assert event.attrs["sections"] == [
+        "DSV4 deployment (SGLang)",
+        "Prerequisites",
+        "Environment",
+        "Launch",
+        "Settings reference",
+        "Changelog",
+    ]
+    assert event.attrs["settings"][0] == {
+        "key": "MODEL_PATH",
+        "value": "deepseek-ai/DeepSeek-V4",
+        "scope": "env",
+        "where": f"{DOC}:18",
+        "condition": "",
+    }
+    assert len(event.attrs["settings"]) == 19
+    json.dumps(event.attrs)  # attrs must be JSON-serialisable
+    assert "19 settings" in event.body
+    assert [c.key for c in result.config_changes][-1] == "SGLANG_SM120_MMA_TARGET_CTAS"
+    assert all(c.ref == key for c in result.config_changes)
+    assert result.warnings == []
+
+
+def test_lone_doc_warns_about_a_text_block_it_could_not_read() -> None:
+    data = b"# Doc\n\n```text\nit's ready\n```\n\n```bash\nexport A=1\n```\n"
+    ctx = ParseContext(name="d.md", default_time=dt.datetime(2026, 11, 20, tzinfo=UTC))
+    result = parse_markdown_doc(data, ctx)
+    assert result.warnings == [
+        "skipped the text block: d.md:4: unterminated single-quoted string: "
+        "expected a closing ' before the end"
+    ]
+    assert result.events[0].attrs["settings"][0]["key"] == "A"
+
+
+def test_lone_doc_uses_the_given_time_when_there_is_one() -> None:
+    ctx = ParseContext(name="d.md", tz=PST, default_time=dt.datetime(2026, 11, 20, 7, 30))
+    result = parse_markdown_doc(b"# Doc\n\n```bash\nexport A=1\n```\n", ctx)
+    assert result.events[0].at == dt.datetime(2026, 11, 20, 15, 30, tzinfo=UTC)
+    assert result.config_changes == []
+
+
+def test_lone_doc_without_any_time_is_an_error() -> None:
+    with pytest.raises(ParseError) as err:
+        parse_markdown_doc(b"# Doc\n\nexport A=1\n", ParseContext(name="d.md"))
+    assert err.value.message.startswith("a lone document needs a time")
+
+
+def test_undecodable_bytes_are_a_parse_error_with_the_line() -> None:
+    with pytest.raises(ParseError) as err:
+        parse_markdown_doc(b"# Doc\n\nbad \xff byte\n", ParseContext(name="d.md"))
+    assert err.value.line == 3
+    assert "UTF-8" in err.value.message
+
+
+def test_markdown_is_recognised_by_name_or_by_a_heading() -> None:
+    assert looks_like_markdown_doc("DSV4_DEPLOY.md", b"")
+    assert looks_like_markdown_doc("notes", b"# DSV4\n\n## Launch\n\n```bash\n")
+    assert not looks_like_markdown_doc("launch", b"#!/bin/bash\nexport A=1\n")
+    assert not looks_like_markdown_doc("launch", b"# launch dsv4\nexport A=1\n")
+    assert not looks_like_markdown_doc("server.log", b"[2026-11-20 15:39:58] Receive\n")
+
+
+# --- robustness ---------------------------------------------------------------------------------
+
+_PIECES = st.sampled_from(
+    list("ab$ {}()=-_\"'\\#;&|<>\n`*[]:019\t.")
+    + ["export ", "```bash\n", "```\n", "if ", "; then\n", "fi\n", "else\n", "case ", "esac"]
+    + ["- 2026-11-20 ", "## Changelog\n", "--tp ", "python3 -m sglang.launch_server ", "<<EOF\n"]
+    + ["EOF\n", "| Variable | Value |\n|---|---|\n", "2026-13-45 ", "X_Y=1 ", "-> ", "remove "]
+)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(_PIECES, max_size=40).map("".join))
+def test_any_text_gives_settings_or_a_parse_error_never_another_exception(text: str) -> None:
+    try:
+        parse_markdown_doc(text.encode(), ParseContext(name="f.md", default_time=None))
+    except ParseError as exc:
+        assert exc.file == "f.md"
+    try:
+        shell_settings(text, where="f.sh")
+    except ParseError as exc:
+        assert exc.line >= 1

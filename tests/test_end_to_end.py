@@ -1,0 +1,85 @@
+"""From the sample bundle to a named suspect: ingest on a real worker, analysis, JSON output."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from timeline.choices import FindingKind, RunStatus
+from timeline.models import Analysis, Artifact, ConfigChange, Event, Incident, Sample
+
+CULPRIT = "SGLANG_SM120_MMA_TARGET_CTAS"
+
+
+def _counts(incident: Incident) -> tuple[int, int, int, int]:
+    return (
+        Artifact.objects.filter(incident=incident).count(),
+        Event.objects.filter(incident=incident).count(),
+        ConfigChange.objects.filter(incident=incident).count(),
+        Sample.objects.filter(series__incident=incident).count(),
+    )
+
+
+@pytest.mark.worker
+def test_sample_bundle_through_the_worker_names_the_culprit(celery_worker, sample_bundle):
+    out = StringIO()
+    call_command(
+        "ingest",
+        str(sample_bundle),
+        incident="dsv4",
+        worker=True,
+        timeout=300,
+        stdout=out,
+        stderr=StringIO(),
+    )
+    incident = Incident.objects.get(slug="dsv4")
+    assert incident.timezone == "America/Los_Angeles"
+    assert not Artifact.objects.filter(incident=incident).exclude(status=RunStatus.DONE).exists()
+    analysis = Analysis.objects.filter(incident=incident, status=RunStatus.DONE).latest("version")
+    result = analysis.result
+    assert result["first_bad"] == "2026-11-20T23:39:58+00:00"
+    top = result["suspects"][0]
+    assert (top["key"], top["old"], top["new"]) == (CULPRIT, None, "512")
+    assert any(s.startswith("doc") for s in top["sources"])
+    assert any(s.startswith("commit") for s in top["sources"])
+    assert top["reasons"]
+    assert any(r["hypothesis"] == "model quality" for r in result["ruled_out"])
+    suspect = analysis.findings.get(kind=FindingKind.SUSPECT, rank=1)
+    assert suspect.event is not None
+
+    before = _counts(incident)
+    assert before[3] > 50_000
+    call_command(
+        "ingest",
+        str(sample_bundle),
+        incident="dsv4",
+        worker=True,
+        timeout=300,
+        stdout=StringIO(),
+        stderr=StringIO(),
+    )
+    assert _counts(incident) == before
+
+
+@pytest.mark.django_db
+def test_analyze_json_prints_exactly_one_object_with_the_public_shape(sample_bundle, capsys):
+    out = StringIO()
+    call_command("analyze", str(sample_bundle), json=True, stdout=out, stderr=StringIO())
+    payload = json.loads(out.getvalue())
+    assert set(payload) == {
+        "incident",
+        "first_bad",
+        "last_good",
+        "suspects",
+        "excluded",
+        "ruled_out",
+    }
+    assert payload["suspects"][0]["key"] == CULPRIT
+    assert set(payload["suspects"][0]) == {"key", "old", "new", "at", "score", "sources", "reasons"}
+    scores = [s["score"] for s in payload["suspects"]]
+    assert scores == sorted(scores, reverse=True)
+    excluded = {e["key"] for e in payload["excluded"]}
+    assert "--mem-fraction-static" in excluded

@@ -1,0 +1,193 @@
+"""Plotly figures from plain data. Knows nothing of requests or the database."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+# Lanes from top to bottom, with their colours.
+LANES: tuple[tuple[str, str, str], ...] = (
+    ("config", "Config changes", "#d62728"),
+    ("commits", "Commits", "#7f7f7f"),
+    ("docs", "Doc revisions", "#8c564b"),
+    ("harness", "Harness", "#2ca02c"),
+    ("symptoms", "Symptoms", "#ff7f0e"),
+    ("requests", "Dropped requests", "#e377c2"),
+    ("server", "Server", "#9467bd"),
+    ("dumps", "Stack dumps", "#17becf"),
+    ("notes", "Notes", "#1f77b4"),
+)
+LANE_LABEL = {key: label for key, label, _ in LANES}
+
+
+@dataclass(frozen=True)
+class Trace:
+    name: str
+    ts_ms: np.ndarray
+    values: np.ndarray
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    traces: list[Trace]
+
+
+@dataclass(frozen=True)
+class Marker:
+    """An event on a lane; ``id`` is what a click opens."""
+
+    id: int | str
+    at: dt.datetime
+    lane: str
+    title: str
+    failed: bool = False
+
+
+@dataclass(frozen=True)
+class TimelineData:
+    markers: list[Marker]
+    panels: list[Panel]
+    last_good: dt.datetime | None = None
+    first_bad: dt.datetime | None = None
+    symptom_spans: list[tuple[dt.datetime, dt.datetime]] = field(default_factory=list)
+    x_range: tuple[dt.datetime, dt.datetime] | None = None
+
+
+def _ms_to_dt(ts_ms: np.ndarray) -> np.ndarray:
+    return ts_ms.astype("datetime64[ms]")
+
+
+def timeline_figure(data: TimelineData) -> go.Figure:
+    """Lanes of events on top, metric panels below, one shared time axis; markers for last known
+    good and first bad, and the suspect window between them shaded on every panel."""
+    rows = 1 + len(data.panels)
+    heights = [0.34] + [0.66 / max(1, len(data.panels))] * len(data.panels)
+    fig = make_subplots(
+        rows=rows,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.035,
+        row_heights=heights,
+        subplot_titles=["Events"] + [p.title for p in data.panels],
+    )
+    used_lanes = [key for key, _, _ in LANES if any(m.lane == key for m in data.markers)]
+    for key, label, colour in LANES:
+        markers = [m for m in data.markers if m.lane == key]
+        if not markers:
+            continue
+        fig.add_trace(
+            go.Scattergl(
+                x=[m.at for m in markers],
+                y=[label] * len(markers),
+                mode="markers",
+                name=label,
+                marker={
+                    "size": 11,
+                    "color": [("#000" if m.failed else colour) for m in markers],
+                    "symbol": "line-ns-open" if key == "commits" else "diamond",
+                    "line": {"width": 2, "color": colour},
+                },
+                customdata=[[m.id, key] for m in markers],
+                hovertext=[m.title for m in markers],
+                hovertemplate="%{x|%H:%M:%S}<br>%{hovertext}<extra></extra>",
+                showlegend=False,
+            ),
+            row=1,
+            col=1,
+        )
+    fig.update_yaxes(
+        row=1,
+        col=1,
+        type="category",
+        fixedrange=True,
+        categoryorder="array",
+        categoryarray=[LANE_LABEL[k] for k in reversed(used_lanes)],
+    )
+    for i, panel in enumerate(data.panels, start=2):
+        for trace in panel.traces:
+            fig.add_trace(
+                go.Scattergl(
+                    x=_ms_to_dt(trace.ts_ms),
+                    y=trace.values,
+                    mode="lines",
+                    name=trace.name,
+                    line={"width": 1.3},
+                    hovertemplate="%{x|%H:%M:%S} %{y:.3g}<extra>" + trace.name + "</extra>",
+                    showlegend=False,
+                ),
+                row=i,
+                col=1,
+            )
+        fig.update_yaxes(row=i, col=1, fixedrange=True, rangemode="tozero")
+    shapes: list[dict[str, Any]] = []
+    if data.last_good and data.first_bad and data.last_good < data.first_bad:
+        shapes.append(_band(data.last_good, data.first_bad, "rgba(214,39,40,0.07)"))
+    for start, end in data.symptom_spans:
+        shapes.append(_band(start, end, "rgba(255,127,14,0.12)"))
+    annotations = []
+    for when, colour, text in (
+        (data.last_good, "#2ca02c", "last known good"),
+        (data.first_bad, "#d62728", "first bad"),
+    ):
+        if when is None:
+            continue
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": when,
+                "x1": when,
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": colour, "width": 2, "dash": "dash"},
+            }
+        )
+        annotations.append(
+            {
+                "x": when,
+                "xref": "x",
+                "y": 1.0,
+                "yref": "paper",
+                "text": text,
+                "showarrow": False,
+                "font": {"color": colour, "size": 11},
+                "yanchor": "bottom",
+            }
+        )
+    fig.update_layout(
+        shapes=shapes,
+        height=260 + 170 * len(data.panels),
+        margin={"l": 130, "r": 20, "t": 40, "b": 40},
+        hovermode="closest",
+        dragmode="zoom",
+        template="plotly_white",
+        uirevision="timeline",
+    )
+    for a in annotations:
+        fig.add_annotation(**a)
+    if data.x_range:
+        fig.update_xaxes(range=list(data.x_range))
+    fig.update_xaxes(showticklabels=True, row=rows, col=1)
+    return fig
+
+
+def _band(start: dt.datetime, end: dt.datetime, colour: str) -> dict[str, Any]:
+    return {
+        "type": "rect",
+        "xref": "x",
+        "yref": "paper",
+        "x0": start,
+        "x1": end,
+        "y0": 0,
+        "y1": 1,
+        "fillcolor": colour,
+        "line": {"width": 0},
+        "layer": "below",
+    }

@@ -1,0 +1,304 @@
+"""The correlation engine: evidence in, first bad / last good / suspects / ruled out out.
+
+Pure: plain values in (:class:`Inputs`), plain values out (:class:`Result`). Whatever the
+evidence cannot show is said in ``Result.warnings`` rather than guessed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+from timeline.correlation.config_state import (
+    fmt_duration,
+    fmt_time,
+    fmt_value,
+    merge_changes,
+    source_kinds,
+    state_intervals,
+    unmerged_duplicates,
+)
+from timeline.correlation.suspects import rank_changes
+from timeline.correlation.symptoms import (
+    KIND_WEDGE,
+    RUNNING,
+    THROUGHPUT,
+    Load,
+    Metrics,
+    find_dropped_requests,
+    find_harness_failures,
+    find_wedges,
+    from_ms,
+    load_from_metrics,
+    load_from_requests,
+    prepare_metrics,
+    sort_symptoms,
+)
+from timeline.correlation.types import (
+    Change,
+    HarnessRun,
+    Inputs,
+    Result,
+    RuledOut,
+    Symptom,
+)
+from timeline.correlation.windows import find_first_bad, find_last_good
+
+MODEL_QUALITY = "model quality"
+
+
+def _skew_warnings(merged: Sequence[Change], window: dt.timedelta) -> list[str]:
+    warnings = []
+    for a, b in unmerged_duplicates(merged, window):
+        minutes = round((b.at - a.at).total_seconds() / 60)
+        warnings.append(
+            f"{a.key} -> {fmt_value(a.new)} is recorded by {'+'.join(source_kinds(a.sources))} "
+            f"at {fmt_time(a.at)} and by {'+'.join(source_kinds(b.sources))} at "
+            f"{fmt_time(b.at)}: the sources disagree by {minutes} minutes, more than the "
+            f"{fmt_duration(window)} merge window, so they are kept as two changes"
+        )
+    return warnings
+
+
+def _check_wedges(inputs: Inputs, metrics: Metrics, warnings: list[str]) -> list[Symptom]:
+    if not inputs.series:
+        warnings.append("no metrics were given: wedges were not checked")
+        return []
+    if metrics.running is None:
+        warnings.append(f"the metrics hold no {RUNNING} series: wedges were not checked")
+        return []
+    if metrics.throughput is None and metrics.gpu_util is None:
+        warnings.append(
+            f"the metrics hold neither {THROUGHPUT} nor a GPU utilisation series: "
+            "wedges were not checked"
+        )
+        return []
+    if metrics.throughput is None:
+        warnings.append(
+            f"the metrics hold no {THROUGHPUT} series: wedges were judged by GPU utilisation"
+        )
+    return find_wedges(metrics, inputs.params)
+
+
+def _check_requests(inputs: Inputs, warnings: list[str]) -> list[Symptom]:
+    if not inputs.requests and not inputs.log_spans:
+        warnings.append("no server logs were given: dropped requests were not checked")
+        return []
+    timeout = inputs.params.request_timeout
+    if not inputs.log_spans:
+        warnings.append(
+            "no server log span was given, so whether the server kept logging is unknown: "
+            "unfinished requests count as unknown, not dropped"
+        )
+    verdict = find_dropped_requests(inputs.requests, inputs.log_spans, timeout)
+    if verdict.unknown:
+        first = min(verdict.unknown, key=lambda r: r.received_at)
+        warnings.append(
+            f"{len(verdict.unknown)} request(s) never finished but the server log does not "
+            f"cover {fmt_duration(timeout)} after they were received (first: {first.rid} at "
+            f"{fmt_time(first.received_at)}): their fate is unknown, so they are not counted "
+            "as dropped"
+        )
+    return verdict.dropped
+
+
+def _check_clocks(inputs: Inputs, symptoms: Sequence[Symptom], warnings: list[str]) -> None:
+    if not inputs.log_spans:
+        return
+    log_start = min(span.start for span in inputs.log_spans)
+    early = [s for s in symptoms if s.at < log_start and s.kind == KIND_WEDGE]
+    if early:
+        warnings.append(
+            f"the wedge at {fmt_time(early[0].at)} is before the first server log line at "
+            f"{fmt_time(log_start)}: the metrics and the log may disagree on the clock or time "
+            "zone, or the log starts late"
+        )
+    before_log = [r for r in inputs.requests if r.received_at < log_start]
+    if before_log:
+        warnings.append(
+            f"{len(before_log)} request(s) were received before the first server log line at "
+            f"{fmt_time(log_start)}: the log spans and the requests disagree on time"
+        )
+
+
+def _data_end(inputs: Inputs, metrics: Metrics, symptoms: Sequence[Symptom]) -> dt.datetime | None:
+    ends: list[dt.datetime] = []
+    if metrics.last_ms is not None:
+        ends.append(from_ms(metrics.last_ms))
+    ends.extend(span.end for span in inputs.log_spans)
+    ends.extend(r.finished_at or r.received_at for r in inputs.requests)
+    ends.extend(run.at for run in inputs.harness)
+    ends.extend(c.at for c in inputs.changes)
+    ends.extend(s.ends_at or s.at for s in symptoms)
+    return max(ends) if ends else None
+
+
+def _rule_out_model_quality(
+    runs: Sequence[HarnessRun],
+    symptoms: Sequence[Symptom],
+    first_bad: dt.datetime | None,
+    last_good: dt.datetime | None,
+    warnings: list[str],
+) -> list[RuledOut]:
+    if not runs or not symptoms or first_bad is None:
+        return []
+    ordered = sorted(runs, key=lambda r: r.at)
+    start = last_good if last_good is not None else ordered[0].at
+    start_words = "last good" if last_good is not None else "the first run"
+    end = max(s.ends_at or s.at for s in symptoms)
+    window = [r for r in ordered if start <= r.at <= end]
+    if any(r.status in ("fail", "error") for r in window):
+        return []
+    passed = [r for r in window if r.status == "pass"]
+    span = f"between {fmt_time(start)} and {fmt_time(end)}"
+    if len(passed) < 2:
+        warnings.append(
+            f"only {len(passed)} passing harness run(s) {span}: too few to rule out model quality"
+        )
+        return []
+    during = [r for r in passed if r.at >= first_bad]
+    if not during:
+        warnings.append(
+            f"the harness passed {len(passed)} runs {span}, but none at or after the first bad "
+            "moment: model quality is not ruled out"
+        )
+        return []
+    suites = sorted({r.suite for r in passed})
+    scores = [r.score for r in passed if r.score is not None]
+    evidence = [
+        f"{len(passed)} harness runs from {fmt_time(passed[0].at)} to {fmt_time(passed[-1].at)} "
+        f"all passed, with no failure or error (suites: {', '.join(suites)})",
+        f"they cover the window from {start_words} ({fmt_time(start)}) to the end of the "
+        f"symptoms ({fmt_time(end)}), {len(during)} of them at or after the first bad moment",
+        (
+            f"scores ranged from {min(scores):.3g} to {max(scores):.3g}"
+            if scores
+            else "the runs reported no scores"
+        ),
+    ]
+    skipped = [r for r in window if r.status not in ("pass", "fail", "error")]
+    if skipped:
+        evidence.append(f"{len(skipped)} skipped run(s) in the window were not counted")
+    return [RuledOut(MODEL_QUALITY, tuple(evidence), tuple(r.ref for r in passed))]
+
+
+def _require_aware(inputs: Inputs) -> None:
+    # A naive time would be read as the machine's local time: a silent, confident wrong answer.
+    named: list[tuple[str, dt.datetime | None]] = [
+        ("marks.last_good", inputs.marks.last_good),
+        ("marks.first_bad", inputs.marks.first_bad),
+    ]
+    named += [(f"change {c.key} (ref {c.ref})", c.at) for c in inputs.changes]
+    for r in inputs.requests:
+        named += [(f"request {r.rid}", r.received_at), (f"request {r.rid}", r.finished_at)]
+    for span in inputs.log_spans:
+        named += [(f"log span {span.ref}", span.start), (f"log span {span.ref}", span.end)]
+    named += [(f"harness run {run.ref}", run.at) for run in inputs.harness]
+    named += [(f"series {s.name}", s.ts[0]) for s in inputs.series if s.ts]
+    for what, t in named:
+        if t is not None and t.utcoffset() is None:
+            raise ValueError(f"{what}: expected an aware UTC datetime, got naive {t.isoformat()}")
+
+
+def analyze(inputs: Inputs) -> Result:
+    """Correlate the evidence: symptoms, first bad, last good, ranked suspects, ruled out.
+
+    Raises ValueError if a time is naive (the contract is aware UTC everywhere).
+    """
+    _require_aware(inputs)
+    params = inputs.params
+    marks = inputs.marks
+    warnings: list[str] = []
+
+    merged = merge_changes(inputs.changes, params.same_change_window)
+    warnings.extend(_skew_warnings(merged, params.same_change_window))
+    if not merged:
+        warnings.append("no configuration changes were given: there is nothing to rank")
+
+    metrics = prepare_metrics(inputs.series)
+    found = _check_wedges(inputs, metrics, warnings) + _check_requests(inputs, warnings)
+    if inputs.harness:
+        found += find_harness_failures(inputs.harness)
+    else:
+        warnings.append("no harness results were given: model quality was not assessed")
+    symptoms = sort_symptoms(found)
+    _check_clocks(inputs, symptoms, warnings)
+
+    first = find_first_bad(symptoms, marks)
+    if first.at is None:
+        warnings.append(
+            "no symptom was found: the first bad moment is unknown, so no change is ranked "
+            "as a suspect"
+        )
+    elif marks.first_bad is not None and symptoms and symptoms[0].at < marks.first_bad:
+        warnings.append(
+            f"the operator's first bad mark ({fmt_time(marks.first_bad)}) is later than the "
+            f"earliest symptom ({fmt_time(symptoms[0].at)}: {symptoms[0].title})"
+        )
+
+    load: Load | None = load_from_metrics(metrics) or load_from_requests(inputs.requests)
+    until = _data_end(inputs, metrics, symptoms)
+    intervals = state_intervals(merged, until)
+    last = find_last_good(intervals, symptoms, load, first.at, marks, params)
+    if last.at is None and first.at is not None and merged:
+        warnings.append(
+            "no last known good state: every change up to the first bad moment is a suspect"
+        )
+    if last.at is not None and first.at is not None and last.at >= first.at:
+        warnings.append(
+            f"the last good moment ({fmt_time(last.at)}) is not before the first bad moment "
+            f"({fmt_time(first.at)}): no change lies between them"
+        )
+
+    ranking = rank_changes(merged, symptoms, first.at, last.at, load, params, until)
+    ruled_out = _rule_out_model_quality(inputs.harness, symptoms, first.at, last.at, warnings)
+    return Result(
+        first_bad=first.at,
+        first_bad_reason=first.reason,
+        last_good=last.at,
+        last_good_reason=last.reason,
+        symptoms=tuple(symptoms),
+        suspects=tuple(ranking.suspects),
+        excluded=tuple(ranking.excluded),
+        ruled_out=tuple(ruled_out),
+        warnings=tuple(warnings),
+    )
+
+
+def _iso(t: dt.datetime | None) -> str | None:
+    return None if t is None else t.astimezone(dt.UTC).isoformat()
+
+
+def result_to_json(result: Result, incident: str) -> dict[str, Any]:
+    """The analysis as JSON-ready data (times: ISO 8601 in UTC, suspects best first)."""
+    return {
+        "incident": incident,
+        "first_bad": _iso(result.first_bad),
+        "last_good": _iso(result.last_good),
+        "suspects": [
+            {
+                "key": s.change.key,
+                "old": s.change.old,
+                "new": s.change.new,
+                "at": _iso(s.change.at),
+                "score": s.score,
+                "sources": list(s.sources),
+                "reasons": list(s.reasons),
+            }
+            for s in result.suspects
+        ],
+        "excluded": [
+            {
+                "key": e.change.key,
+                "old": e.change.old,
+                "new": e.change.new,
+                "at": _iso(e.change.at),
+                "reason": e.reason,
+            }
+            for e in result.excluded
+        ],
+        "ruled_out": [
+            {"hypothesis": r.hypothesis, "evidence": list(r.evidence)} for r in result.ruled_out
+        ],
+    }

@@ -1,0 +1,68 @@
+"""Typed readers for settings from environment variables; malformed values fail loudly."""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import unquote, urlsplit
+
+
+class ConfigError(RuntimeError):
+    """A setting in the environment is present but malformed."""
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigError(f"{name}={raw!r}: expected one of 1/0, true/false, yes/no, on/off")
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r}: expected an integer") from None
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def database_from_url(url: str) -> dict[str, object]:
+    """Django DATABASES entry from a postgres:// URL (host may be a socket dir in ?host=)."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"postgres", "postgresql"}:
+        raise ConfigError(f"DATABASE_URL={url!r}: expected a postgres:// or postgresql:// URL")
+    query = dict(pair.split("=", 1) for pair in parts.query.split("&") if "=" in pair)
+    name = unquote(parts.path.lstrip("/")) or "postgres"
+    host = unquote(parts.hostname or "") or unquote(query.get("host", ""))
+    try:
+        port = parts.port
+    except ValueError:
+        raise ConfigError(f"DATABASE_URL={url!r}: the port is not a number") from None
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": name,
+        "USER": unquote(parts.username or "postgres"),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": host,
+        "PORT": str(port or ""),
+        "CONN_MAX_AGE": 60,
+        "CONN_HEALTH_CHECKS": True,
+        "OPTIONS": {},
+    }

@@ -1,0 +1,67 @@
+"""python manage.py analyze PATH_OR_SLUG [--json]: run the correlation and print its result.
+
+With a PATH, the bundle is first ingested into a fresh incident. ``--json`` prints exactly one
+JSON object on stdout (a public interface: keep its shape stable); progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from timeline.analysis import analysis_run
+from timeline.models import Incident
+from timeline.services import analysis_request
+
+
+class Command(BaseCommand):
+    help = "Correlate an incident (or a bundle PATH ingested into a fresh incident)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("target", help="incident slug, or a bundle path / archive / file")
+        parser.add_argument("--json", action="store_true", help="print the result as JSON")
+        parser.add_argument("--team", default="default")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        target: str = opts["target"]
+        incident = Incident.objects.filter(slug=target).first()
+        if incident is None:
+            path = Path(target)
+            if not path.exists():
+                raise CommandError(f"{target}: neither an incident slug nor a path")
+            slug = f"{path.name.split('.')[0][:60]}-{uuid.uuid4().hex[:8]}".lower()
+            call_command(
+                "ingest",
+                str(path),
+                incident=slug,
+                team=opts["team"],
+                no_analyze=True,
+                stdout=self.stderr,
+                stderr=self.stderr,
+            )
+            incident = Incident.objects.get(slug=slug)
+        analysis_request(incident_id=incident.pk)
+        incident.refresh_from_db()
+        analysis = analysis_run(incident_id=incident.pk, version=incident.analysis_version)
+        if analysis is None:
+            raise CommandError("a newer analysis request superseded this run; run it again")
+        if opts["json"]:
+            self.stdout.write(json.dumps(analysis.result, sort_keys=False))
+            return
+        result = analysis.result
+        self.stdout.write(f"incident {incident.slug}")
+        self.stdout.write(f"  last known good: {result.get('last_good')}")
+        self.stdout.write(f"  first bad:       {result.get('first_bad')}")
+        for i, s in enumerate(result.get("suspects", []), start=1):
+            self.stdout.write(
+                f"  #{i} {s['key']}: {s['old']} -> {s['new']} at {s['at']} score {s['score']}"
+            )
+            for r in s["reasons"]:
+                self.stdout.write(f"       - {r}")
+        for r in result.get("ruled_out", []):
+            self.stdout.write(f"  ruled out: {r['hypothesis']}")

@@ -1,0 +1,58 @@
+"""python manage.py demo: a demo team and login, and the DSV4 sample incident loaded through
+the Celery worker. For local demos only: the login it creates is printed, never reused."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+from timeline.models import Incident
+from timeline.services import team_get_or_create
+
+SLUG = "dsv4-wedge"
+
+
+class Command(BaseCommand):
+    help = "Create the demo login and load the DSV4 wedge sample incident (idempotent)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--username", default="demo")
+        parser.add_argument("--password", default="", help="default: a new random one")
+        parser.add_argument("--no-worker", action="store_true", help="ingest in this process")
+        parser.add_argument("--seed", type=int, default=7)
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        team = team_get_or_create(name="Inference")
+        user_model = get_user_model()
+        user, _ = user_model.objects.get_or_create(username=opts["username"])
+        password = opts["password"] or secrets.token_urlsafe(9)
+        user.set_password(password)
+        user.save()
+        team.members.add(user)
+        bundle = Path(settings.BASE_DIR) / ".data" / f"sample-seed{opts['seed']}" / SLUG
+        if not bundle.exists():
+            call_command("sample_incident", str(bundle), seed=opts["seed"], stdout=self.stdout)
+        if (
+            not Incident.objects.filter(slug=SLUG).exists()
+            or Incident.objects.get(slug=SLUG).analyses.filter(status="done").count() == 0
+        ):
+            call_command(
+                "ingest",
+                str(bundle),
+                incident=SLUG,
+                team=team.name,
+                worker=not opts["no_worker"],
+                stdout=self.stdout,
+                stderr=self.stderr,
+            )
+        Incident.objects.filter(slug=SLUG).update(team=team)
+        (Path(settings.BASE_DIR) / ".data").mkdir(exist_ok=True)
+        self.stdout.write(
+            self.style.SUCCESS(f"\nDemo ready. Log in as  {user.get_username()} / {password}\n")
+        )

@@ -1,0 +1,359 @@
+"""The data model: incidents and everything ingested into them, analyses, and the team's notes.
+
+Every datetime is aware UTC. Natural keys are unique constraints (artifact sha256, event
+fingerprint, series identity), so re-ingesting the same bytes adds nothing.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.indexes import BrinIndex, GinIndex
+from django.contrib.postgres.search import SearchVector
+from django.db import models
+from django.db.models import F, Q
+
+from timeline.choices import (
+    EventKind,
+    FindingKind,
+    HypothesisStatus,
+    IncidentStatus,
+    Lane,
+    RunStatus,
+    Stance,
+)
+
+
+class Team(models.Model):
+    """A group of users; incidents belong to one team and only its members see them."""
+
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(max_length=100, unique=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="teams", blank=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Incident(models.Model):
+    """One debugging session's evidence and conclusions."""
+
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="incidents")
+    slug = models.SlugField(max_length=100, unique=True)
+    title = models.CharField(max_length=200)
+    status = models.CharField(
+        max_length=20, choices=IncidentStatus.choices, default=IncidentStatus.OPEN
+    )
+    summary = models.TextField(blank=True)
+    timezone = models.CharField(max_length=64, default="UTC")
+    # Operator overrides; the analysis works them out when null.
+    last_good_at = models.DateTimeField(null=True, blank=True)
+    first_bad_at = models.DateTimeField(null=True, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    # Bumped by every analysis request; a run older than this never overwrites a newer one.
+    analysis_version = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Artifact(models.Model):
+    """One ingested file (or API push): the same bytes twice in one incident are one artifact."""
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="artifacts")
+    name = models.CharField(max_length=500)
+    kind = models.CharField(max_length=40, blank=True)
+    sha256 = models.CharField(max_length=64)
+    size = models.BigIntegerField(default=0)
+    path = models.CharField(max_length=1000, blank=True)  # stored copy, relative to UPLOAD_ROOT
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.PENDING)
+    error = models.TextField(blank=True)  # "file:line: what was expected"
+    counts = models.JSONField(default=dict, blank=True)  # events, config_changes, samples
+    progress = models.FloatField(default=0.0)  # 0..1 while running
+    options = models.JSONField(default=dict, blank=True)  # timezone, default time, source kind
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["incident", "sha256"], name="artifact_unique_bytes_per_incident"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Event(models.Model):
+    """Something that happened at a moment on the incident's timeline."""
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="events")
+    artifact = models.ForeignKey(
+        Artifact, null=True, blank=True, on_delete=models.CASCADE, related_name="events"
+    )
+    at = models.DateTimeField()
+    ends_at = models.DateTimeField(null=True, blank=True)
+    kind = models.CharField(max_length=30, choices=EventKind.choices)
+    lane = models.CharField(max_length=30, choices=Lane.choices)
+    title = models.CharField(max_length=500)
+    body = models.TextField(blank=True)  # Markdown, rendered with raw HTML disabled
+    attrs = models.JSONField(default=dict, blank=True)
+    key = models.CharField(max_length=500)  # natural key within its kind
+    fingerprint = models.CharField(max_length=64)  # sha256(kind, key)
+
+    class Meta:
+        ordering = ["at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["incident", "fingerprint"], name="event_unique_fingerprint"
+            ),
+            models.CheckConstraint(
+                condition=Q(ends_at__isnull=True) | Q(ends_at__gte=F("at")),
+                name="event_ends_after_start",
+            ),
+        ]
+        indexes = [
+            # Timeline window reads: events_in_window(incident, start, end).
+            models.Index(fields=["incident", "at"], name="event_incident_at"),
+            # Lane / kind filters of the event table.
+            models.Index(fields=["incident", "kind", "at"], name="event_incident_kind_at"),
+            # Full-text search of the event table (selectors.events_search uses this expression).
+            GinIndex(SearchVector("title", "body", config="english"), name="event_fulltext"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.title}"
+
+
+class ConfigChange(models.Model):
+    """A setting's value changed, as recorded by one source (doc, commit, changelog, API)."""
+
+    event = models.OneToOneField(
+        Event, on_delete=models.CASCADE, primary_key=True, related_name="config_change"
+    )
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="config_changes")
+    key = models.CharField(max_length=300)
+    # null is meaningful here: "unset" differs from the empty string.
+    old_value = models.TextField(null=True, blank=True)  # noqa: DJ001  (null: introduced)
+    new_value = models.TextField(null=True, blank=True)  # noqa: DJ001  (null: removed)
+    scope = models.CharField(max_length=20)
+    source = models.CharField(max_length=20)
+    ref = models.CharField(max_length=300, blank=True)
+    where = models.CharField(max_length=500, blank=True)
+    condition = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["incident", "key"], name="configchange_incident_key")]
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.old_value} -> {self.new_value}"
+
+
+class Series(models.Model):
+    """A metric series of an incident: name and labels."""
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="series")
+    artifact = models.ForeignKey(Artifact, null=True, blank=True, on_delete=models.SET_NULL)
+    name = models.CharField(max_length=300)
+    labels = models.JSONField(default=dict, blank=True)
+    type = models.CharField(max_length=20, blank=True)
+    unit = models.CharField(max_length=40, blank=True)
+    help = models.TextField(blank=True)
+    sample_count = models.BigIntegerField(default=0)
+    first_ts = models.DateTimeField(null=True, blank=True)
+    last_ts = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "series"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["incident", "name", "labels"], name="series_unique_identity"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Sample(models.Model):
+    """One value of a series at one time: the big table, loaded with COPY."""
+
+    pk = models.CompositePrimaryKey("series_id", "ts")
+    # No database FK: a per-row FK check would dominate COPY time. Samples are removed with their
+    # series by timeline.signals (one DELETE ... WHERE series_id IN ...), never row by row.
+    series = models.ForeignKey(
+        Series, on_delete=models.DO_NOTHING, db_index=False, db_constraint=False
+    )
+    ts = models.DateTimeField()
+    value = models.FloatField()
+
+    class Meta:
+        indexes = [
+            # Time-range scans across series (wedge checks over a window); tiny next to a btree.
+            BrinIndex(fields=["ts"], name="sample_ts_brin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.series_id}@{self.ts:%Y-%m-%dT%H:%M:%S}={self.value}"
+
+
+class Analysis(models.Model):
+    """One correlation run of an incident. Only the newest finished run is shown."""
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="analyses")
+    version = models.PositiveIntegerField()
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.PENDING)
+    params = models.JSONField(default=dict, blank=True)
+    result = models.JSONField(default=dict, blank=True)  # the public JSON shape (analyze --json)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-version"]
+        verbose_name_plural = "analyses"
+        constraints = [
+            models.UniqueConstraint(fields=["incident", "version"], name="analysis_unique_version"),
+        ]
+
+    def __str__(self) -> str:
+        return f"analysis v{self.version} of {self.incident_id}"
+
+
+class Finding(models.Model):
+    """One conclusion of an analysis, with its explanation in words."""
+
+    analysis = models.ForeignKey(Analysis, on_delete=models.CASCADE, related_name="findings")
+    kind = models.CharField(max_length=20, choices=FindingKind.choices)
+    rank = models.PositiveIntegerField(default=0)
+    score = models.FloatField(null=True, blank=True)
+    at = models.DateTimeField(null=True, blank=True)
+    event = models.ForeignKey(Event, null=True, blank=True, on_delete=models.SET_NULL)
+    title = models.CharField(max_length=500)
+    explanation = models.TextField(blank=True)  # Markdown
+    data = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["kind", "rank"]
+        indexes = [models.Index(fields=["analysis", "kind", "rank"], name="finding_by_kind")]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Hypothesis(models.Model):
+    """A candidate explanation the team is weighing."""
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="hypotheses")
+    title = models.CharField(max_length=300)
+    body = models.TextField(blank=True)
+    status = models.CharField(
+        max_length=20, choices=HypothesisStatus.choices, default=HypothesisStatus.OPEN
+    )
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        verbose_name_plural = "hypotheses"
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Evidence(models.Model):
+    """A link from a hypothesis to an event or finding that supports, refutes or frames it."""
+
+    hypothesis = models.ForeignKey(Hypothesis, on_delete=models.CASCADE, related_name="evidence")
+    event = models.ForeignKey(Event, null=True, blank=True, on_delete=models.CASCADE)
+    finding = models.ForeignKey(Finding, null=True, blank=True, on_delete=models.SET_NULL)
+    stance = models.CharField(max_length=20, choices=Stance.choices)
+    note = models.TextField(blank=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "evidence"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(event__isnull=False) | Q(finding__isnull=False) | ~Q(note=""),
+                name="evidence_points_somewhere",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.stance}: {self.note[:60]}"
+
+
+class Note(models.Model):
+    """An annotation pinned to a moment of the timeline."""
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="notes")
+    at = models.DateTimeField()
+    body = models.TextField()
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["at"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.body[:60]}"
+
+
+class AuditEntry(models.Model):
+    """Append-only record of who changed what, when."""
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="audit")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    at = models.DateTimeField(auto_now_add=True)
+    action = models.CharField(max_length=60)
+    target = models.CharField(max_length=200, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        verbose_name_plural = "audit entries"
+        indexes = [models.Index(fields=["incident", "at"], name="audit_incident_at")]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.action} {self.target}"
+
+
+class ApiToken(models.Model):
+    """A bearer token for the push API, bound to one team."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="tokens")
+    name = models.CharField(max_length=100)
+    digest = models.CharField(max_length=64, unique=True)  # sha256 of the token; never the token
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.name

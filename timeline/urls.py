@@ -1,0 +1,27 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from timeline.views import incidents
+
+urlpatterns = [
+    path("", incidents.incident_list, name="incident_list"),
+    path("incidents/new", incidents.incident_new, name="incident_new"),
+    path("incidents/<slug:slug>/", incidents.incident_timeline, name="incident_timeline"),
+    path("incidents/<slug:slug>/timeline.json", incidents.timeline_data, name="timeline_data"),
+    path("incidents/<slug:slug>/events/", incidents.event_table, name="event_table"),
+    path(
+        "incidents/<slug:slug>/events/<int:event_id>/",
+        incidents.event_detail,
+        name="event_detail",
+    ),
+    path(
+        "incidents/<slug:slug>/findings/<int:finding_id>/",
+        incidents.finding_detail,
+        name="finding_detail",
+    ),
+    path("incidents/<slug:slug>/", include("ingest.urls")),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+]

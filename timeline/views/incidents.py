@@ -1,0 +1,252 @@
+"""Incident list, creation and the timeline page with its data and detail fragments."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+from django import forms
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db.models import OuterRef, Subquery
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from timeline import charts, selectors
+from timeline.analysis import current_analysis
+from timeline.choices import EventKind, FindingKind, Lane, RunStatus
+from timeline.markdown import render as md
+from timeline.models import Analysis, Artifact, Event, Finding, Team
+from timeline.services import ServiceError, incident_create
+
+
+class IncidentForm(forms.Form):
+    title = forms.CharField(max_length=200)
+    team = forms.ModelChoiceField(queryset=Team.objects.none())
+    timezone = forms.CharField(max_length=64, initial="UTC", required=False)
+
+    def __init__(self, *args: object, user: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fields["team"].queryset = Team.objects.filter(members=user)  # type: ignore[attr-defined]
+
+
+@require_GET
+def incident_list(request: HttpRequest) -> HttpResponse:
+    q = request.GET.get("q", "").strip()
+    incidents = selectors.incidents_for_user(request.user)
+    if q:
+        incidents = incidents.filter(title__icontains=q)
+    latest = Analysis.objects.filter(incident=OuterRef("pk"), status=RunStatus.DONE).order_by(
+        "-version"
+    )
+    incidents = incidents.annotate(
+        first_bad=Subquery(latest.values("result__first_bad")[:1]),
+        top_suspect=Subquery(
+            Finding.objects.filter(
+                analysis=Subquery(latest.values("pk")[:1]), kind=FindingKind.SUSPECT, rank=1
+            ).values("title")[:1]
+        ),
+    )
+    page = Paginator(incidents.order_by("-created_at"), 25).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "timeline/incident_list.html",
+        {"page": page, "q": q, "form": IncidentForm(user=request.user)},
+    )
+
+
+@require_http_methods(["POST"])
+def incident_new(request: HttpRequest) -> HttpResponse:
+    form = IncidentForm(request.POST, user=request.user)
+    if form.is_valid():
+        try:
+            incident = incident_create(
+                team=form.cleaned_data["team"],
+                title=form.cleaned_data["title"],
+                timezone=form.cleaned_data["timezone"] or "UTC",
+                user=request.user,  # type: ignore[arg-type]
+            )
+        except ServiceError as exc:
+            messages.error(request, str(exc))
+            return redirect("incident_list")
+        return redirect("incident_timeline", slug=incident.slug)
+    messages.error(request, "Could not create the incident: " + form.errors.as_text())
+    return redirect("incident_list")
+
+
+@require_GET
+def incident_timeline(request: HttpRequest, slug: str) -> HttpResponse:
+    incident = selectors.incident_for_user(request.user, slug)
+    analysis = current_analysis(incident)
+    findings = list(analysis.findings.all()) if analysis else []
+    by_kind: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_kind.setdefault(f.kind, []).append(f)
+    artifacts = list(Artifact.objects.filter(incident=incident).order_by("created_at"))
+    pending = incident.analysis_version > (analysis.version if analysis else 0)
+    return render(
+        request,
+        "timeline/timeline.html",
+        {
+            "incident": incident,
+            "analysis": analysis,
+            "analysis_pending": pending,
+            "first_bad": (by_kind.get(FindingKind.FIRST_BAD) or [None])[0],
+            "last_good": (by_kind.get(FindingKind.LAST_GOOD) or [None])[0],
+            "suspects": by_kind.get(FindingKind.SUSPECT, []),
+            "excluded": by_kind.get(FindingKind.EXCLUDED, []),
+            "ruled_out": by_kind.get(FindingKind.RULED_OUT, []),
+            "warnings": by_kind.get(FindingKind.WARNING, []),
+            "artifacts": artifacts,
+            "lanes": Lane.choices,
+            "kinds": EventKind.choices,
+            "series_names": selectors.series_names(incident),
+            "default_panels": [name for name, _ in selectors.DEFAULT_PANELS],
+        },
+    )
+
+
+def _parse_time(raw: str | None) -> dt.datetime | None:
+    if not raw:
+        return None
+    try:
+        value = dt.datetime.fromisoformat(raw.replace("Z", "+00:00").replace(" ", "T"))
+    except ValueError:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+@require_GET
+def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
+    """The figure for a time window: events on lanes plus downsampled metric panels."""
+    incident = selectors.incident_for_user(request.user, slug)
+    start = _parse_time(request.GET.get("start"))
+    end = _parse_time(request.GET.get("end"))
+    picked = [p for p in request.GET.getlist("series") if p][:12]
+    analysis = current_analysis(incident)
+    findings = list(analysis.findings.all()) if analysis else []
+    markers = [
+        charts.Marker(
+            id=e["id"],
+            at=e["at"],
+            lane=e["lane"],
+            title=e["title"],
+            failed=e["kind"] == EventKind.HARNESS_RUN and "pass" not in e["title"].lower(),
+        )
+        for e in selectors.timeline_events(incident, start, end)
+    ]
+    spans = []
+    for f in findings:
+        if f.kind != FindingKind.SYMPTOM or f.at is None:
+            continue
+        markers.append(charts.Marker(id=f"f{f.pk}", at=f.at, lane="symptoms", title=f.title))
+        ends = (f.data or {}).get("ends_at")
+        if ends:
+            spans.append((f.at, dt.datetime.fromisoformat(ends)))
+    names = picked or [name for name, _ in selectors.DEFAULT_PANELS]
+    titles = dict(selectors.DEFAULT_PANELS)
+    series = selectors.series_for_panels(incident, names)
+    points = selectors.series_downsampled(series, start, end)
+    panels = []
+    for name in names:
+        traces = [
+            charts.Trace(name=_trace_name(p.labels) or name, ts_ms=p.ts, values=p.values)
+            for p in points
+            if p.name == name
+        ]
+        if traces:
+            panels.append(charts.Panel(title=titles.get(name, name), traces=traces))
+    first_bad = next((f.at for f in findings if f.kind == FindingKind.FIRST_BAD), None)
+    last_good = next((f.at for f in findings if f.kind == FindingKind.LAST_GOOD), None)
+    fig = charts.timeline_figure(
+        charts.TimelineData(
+            markers=markers,
+            panels=panels,
+            first_bad=first_bad,
+            last_good=last_good,
+            symptom_spans=spans,
+            x_range=(start, end) if start and end else None,
+        )
+    )
+    body = fig.to_json()
+    meta = json.dumps(
+        {"points": {f"{p.name}{_trace_name(p.labels)}": [len(p.ts), p.total] for p in points}}
+    )
+    return HttpResponse(
+        '{"figure":' + body + ',"meta":' + meta + "}", content_type="application/json"
+    )
+
+
+def _trace_name(labels: dict[str, str]) -> str:
+    interesting = {k: v for k, v in labels.items() if k not in {"model_name", "__name__"}}
+    return ",".join(f"{k}={v}" for k, v in sorted(interesting.items()))
+
+
+@require_GET
+def event_detail(request: HttpRequest, slug: str, event_id: int) -> HttpResponse:
+    """Side-panel fragment for one event (htmx)."""
+    incident = selectors.incident_for_user(request.user, slug)
+    event = get_object_or_404(Event, incident=incident, pk=event_id)
+    change = (
+        getattr(event, "config_change", None) if event.kind == EventKind.CONFIG_CHANGE else None
+    )
+    return render(
+        request,
+        "timeline/_event_detail.html",
+        {
+            "incident": incident,
+            "event": event,
+            "change": change,
+            "body_html": md(event.body),
+            "attrs_json": json.dumps(event.attrs, indent=2, sort_keys=True)[:20000],
+        },
+    )
+
+
+@require_GET
+def finding_detail(request: HttpRequest, slug: str, finding_id: int) -> HttpResponse:
+    incident = selectors.incident_for_user(request.user, slug)
+    finding = get_object_or_404(Finding, analysis__incident=incident, pk=finding_id)
+    return render(
+        request,
+        "timeline/_finding_detail.html",
+        {"incident": incident, "finding": finding, "explanation_html": md(finding.explanation)},
+    )
+
+
+@require_GET
+def event_table(request: HttpRequest, slug: str) -> HttpResponse:
+    """The event table under the chart: lane, kind, full-text search, time range, pages."""
+    incident = selectors.incident_for_user(request.user, slug)
+    lanes = [x for x in request.GET.getlist("lane") if x]
+    kinds = [x for x in request.GET.getlist("kind") if x]
+    q = request.GET.get("q", "").strip()
+    qs = selectors.events_in_window(
+        incident,
+        _parse_time(request.GET.get("start")),
+        _parse_time(request.GET.get("end")),
+        lanes=lanes,
+        kinds=kinds,
+        search=q,
+    ).only("id", "at", "kind", "lane", "title")
+    page = Paginator(qs, 50).get_page(request.GET.get("page"))
+    template = (
+        "timeline/_event_table.html"
+        if request.headers.get("HX-Request")
+        else "timeline/event_table_page.html"
+    )
+    return render(
+        request,
+        template,
+        {
+            "incident": incident,
+            "page": page,
+            "q": q,
+            "lanes": lanes,
+            "kinds": kinds,
+            "lane_choices": Lane.choices,
+            "kind_choices": EventKind.choices,
+            "querystring": request.GET.urlencode(),
+        },
+    )
