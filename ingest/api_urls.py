@@ -1,0 +1,3 @@
+"""Push API (token auth)."""
+
+urlpatterns: list = []  # type: ignore[type-arg]
