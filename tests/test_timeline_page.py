@@ -131,3 +131,11 @@ def test_browser_renders_the_figure_opens_details_and_refetches_on_zoom(
     )
     page.wait_for_selector("#timeline-chart[data-state=ready]")
     screenshot(page, "timeline-zoomed")
+
+
+def test_incident_list_shows_first_bad_and_top_suspect(client, user, loaded):
+    client.force_login(user)
+    html = client.get(reverse("incident_list")).content.decode()
+    assert "2026-11-20 23:39:58" in html
+    assert "SGLANG_SM120_MMA_TARGET_CTAS" in html
+    assert "Training" not in html

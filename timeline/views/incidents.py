@@ -17,7 +17,7 @@ from timeline import charts, selectors
 from timeline.analysis import current_analysis
 from timeline.choices import EventKind, FindingKind, Lane, RunStatus
 from timeline.markdown import render as md
-from timeline.models import Analysis, Artifact, Event, Finding, Team
+from timeline.models import Artifact, Event, Finding, Team
 from timeline.services import ServiceError, incident_create
 
 
@@ -37,16 +37,13 @@ def incident_list(request: HttpRequest) -> HttpResponse:
     incidents = selectors.incidents_for_user(request.user)
     if q:
         incidents = incidents.filter(title__icontains=q)
-    latest = Analysis.objects.filter(incident=OuterRef("pk"), status=RunStatus.DONE).order_by(
-        "-version"
-    )
+    # Findings of each incident's newest finished analysis (superseded runs are marked so).
+    current = Finding.objects.filter(
+        analysis__incident=OuterRef("pk"), analysis__status=RunStatus.DONE
+    ).order_by("-analysis__version")
     incidents = incidents.annotate(
-        first_bad=Subquery(latest.values("result__first_bad")[:1]),
-        top_suspect=Subquery(
-            Finding.objects.filter(
-                analysis=Subquery(latest.values("pk")[:1]), kind=FindingKind.SUSPECT, rank=1
-            ).values("title")[:1]
-        ),
+        first_bad=Subquery(current.filter(kind=FindingKind.FIRST_BAD).values("at")[:1]),
+        top_suspect=Subquery(current.filter(kind=FindingKind.SUSPECT, rank=1).values("title")[:1]),
     )
     page = Paginator(incidents.order_by("-created_at"), 25).get_page(request.GET.get("page"))
     return render(
