@@ -43,6 +43,17 @@ def pytest_configure(config: pytest.Config) -> None:
     app.conf.task_default_queue = os.environ["CELERY_QUEUE"]
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    """One test database per pytest process, so concurrent runs on one machine never share
+    (and drop) each other's database."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    base = db.get("TEST", {}).get("NAME") or f"test_{db['NAME']}"
+    db.setdefault("TEST", {})["NAME"] = f"{base}_{os.getpid()}"
+
+
 @pytest.fixture(autouse=True)
 def _uploads_in_tmp(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """Tests that touch the database store uploads in their own tmp folder; pure tests (which
@@ -114,12 +125,18 @@ def _test_database_url() -> str:
 class Worker:
     """A celery worker process on this session's queue, against the test database."""
 
-    def __init__(self, log: Path) -> None:
+    def __init__(self, log: Path, upload_root: Path) -> None:
         self.log = log
+        self.upload_root = upload_root
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        env = {**os.environ, "DATABASE_URL": _test_database_url(), "PYTHONUNBUFFERED": "1"}
+        env = {
+            **os.environ,
+            "DATABASE_URL": _test_database_url(),
+            "UPLOAD_ROOT": str(self.upload_root),  # the files the test process stored
+            "PYTHONUNBUFFERED": "1",
+        }
         self.log.parent.mkdir(parents=True, exist_ok=True)
         out = open(self.log, "ab")  # noqa: SIM115  (the process owns it until stop)
         self.proc = subprocess.Popen(
@@ -170,8 +187,8 @@ class Worker:
 
 
 @pytest.fixture
-def celery_worker(transactional_db: None) -> Iterator[Worker]:
-    worker = Worker(ARTIFACTS / "worker.log")
+def celery_worker(transactional_db: None, settings: Any) -> Iterator[Worker]:
+    worker = Worker(ARTIFACTS / f"worker-{os.getpid()}.log", Path(settings.UPLOAD_ROOT))
     worker.start()
     yield worker
     worker.stop()

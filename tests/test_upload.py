@@ -1,0 +1,65 @@
+"""Uploading evidence from the incident page: several files, a real worker, per-file status."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import screenshot, wait_for
+from timeline.choices import RunStatus
+from timeline.models import Artifact, Event
+
+
+@pytest.mark.browser
+@pytest.mark.worker
+def test_uploading_several_files_ingests_them_on_the_worker(
+    celery_worker, logged_in_page, live_server, incident, sample_bundle
+):
+    page = logged_in_page
+    page.goto(f"{live_server.url}/incidents/{incident.slug}/upload/")
+    files = [
+        sample_bundle / "harness" / "stability.jsonl",
+        sample_bundle / "logs" / "sglang_server.log",
+        sample_bundle / "metrics" / "dcgm.json",
+    ]
+    page.set_input_files("#files", [str(f) for f in files])
+    page.get_by_role("button", name="Upload").click()
+    page.wait_for_selector("text=3 file(s) queued for ingest.")
+    wait_for(
+        lambda: Artifact.objects.filter(incident=incident, status=RunStatus.DONE).count() == 3,
+        timeout=120,
+    )
+    # The status table polls while work runs and settles on every file done.
+    page.wait_for_function(
+        "document.querySelectorAll('#artifact-table .status-done').length === 3", timeout=30_000
+    )
+    text = page.locator("#artifact-table").inner_text()
+    assert "sglang_log" in text and "harness_jsonl" in text and "prometheus_query_range" in text
+    screenshot(page, "upload-done")
+    assert Event.objects.filter(incident=incident, kind="request").exists()
+
+
+@pytest.mark.django_db
+def test_an_uploaded_archive_is_unpacked_and_unrecognised_files_are_reported(
+    client, user, incident, sample_bundle, tmp_path: Path
+):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        tf.add(sample_bundle / "harness" / "stability.jsonl", arcname="b/harness/stability.jsonl")
+        data = b"just some words, not any known format\n"
+        info = tarfile.TarInfo("b/notes/random.bin")
+        info.size = len(data)
+        tf.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    buf.name = "bundle.tar.gz"
+    client.force_login(user)
+    response = client.post(f"/incidents/{incident.slug}/upload/", {"files": [buf]}, follow=True)
+    assert response.status_code == 200
+    names = dict(Artifact.objects.filter(incident=incident).values_list("name", "status"))
+    assert names["harness/stability.jsonl"] == RunStatus.PENDING
+    assert names["notes/random.bin"] == RunStatus.FAILED
+    error = Artifact.objects.get(incident=incident, name="notes/random.bin").error
+    assert "not recognised" in error
