@@ -1,0 +1,72 @@
+"""The analysis glue: stored findings, stale runs, re-runs, config_diff."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from timeline.analysis import analysis_run, current_analysis
+from timeline.choices import FindingKind, RunStatus
+from timeline.models import Analysis, Finding, Incident
+from timeline.services import analysis_request
+
+
+@pytest.fixture
+def loaded(db, team, sample_bundle) -> Incident:
+    call_command("ingest", str(sample_bundle), incident="dsv4", team=team.name,
+                 no_analyze=True, stdout=StringIO(), stderr=StringIO())
+    return Incident.objects.get(slug="dsv4")
+
+
+def test_a_stale_run_never_overwrites_a_newer_one(loaded):
+    old = analysis_request(incident_id=loaded.pk)
+    new = analysis_request(incident_id=loaded.pk)
+    assert new == old + 1
+    assert analysis_run(incident_id=loaded.pk, version=old) is None  # superseded before start
+    done = analysis_run(incident_id=loaded.pk, version=new)
+    assert done is not None and done.status == RunStatus.DONE
+    assert not Analysis.objects.filter(incident=loaded, version=old).exists()
+    assert current_analysis(loaded) == done
+
+
+def test_rerunning_replaces_the_findings(loaded):
+    first = analysis_run(incident_id=loaded.pk, version=analysis_request(incident_id=loaded.pk))
+    n = Finding.objects.filter(analysis=first).count()
+    second = analysis_run(incident_id=loaded.pk, version=analysis_request(incident_id=loaded.pk))
+    assert Finding.objects.filter(analysis=second).count() == n
+    first.refresh_from_db()
+    assert first.status == RunStatus.SUPERSEDED
+    assert current_analysis(loaded) == second
+    top = second.findings.get(kind=FindingKind.SUSPECT, rank=1)
+    assert top.data["key"] == "SGLANG_SM120_MMA_TARGET_CTAS"
+    assert top.event.config_change.new_value == "512"
+
+
+def test_a_run_repeated_for_the_same_version_is_idempotent(loaded):
+    version = analysis_request(incident_id=loaded.pk)
+    a = analysis_run(incident_id=loaded.pk, version=version)
+    b = analysis_run(incident_id=loaded.pk, version=version)
+    assert a.pk == b.pk
+    assert Analysis.objects.filter(incident=loaded).count() == 1
+
+
+def test_operator_marks_override_the_engine(loaded):
+    import datetime as dt
+
+    loaded.first_bad_at = dt.datetime(2026, 11, 20, 23, 0, tzinfo=dt.UTC)
+    loaded.save()
+    run = analysis_run(incident_id=loaded.pk, version=analysis_request(incident_id=loaded.pk))
+    assert run.result["first_bad"] == "2026-11-20T23:00:00+00:00"
+
+
+def test_config_diff_prints_every_key_that_differs(loaded):
+    out = StringIO()
+    call_command("config_diff", incident="dsv4", at="2026-11-20T17:31:00Z",
+                 vs="2026-11-20T23:39:00Z", stdout=out)
+    text = out.getvalue()
+    assert "SGLANG_SM120_MMA_TARGET_CTAS  (unset)" in text
+    for key in ("--chunked-prefill-size", "--tokenizer-path", "METRICS_PORT"):
+        assert key in text
+    assert "--mem-fraction-static" not in text
