@@ -22,11 +22,6 @@ from ingest.parsers.types import (
 UTC = dt.UTC
 
 
-@pytest.fixture(autouse=True)
-def _uploads_in_tmp() -> None:
-    """Shadow the suite-wide Django settings fixture: these tests need no Django at all."""
-
-
 LAUNCH = """\
 #!/usr/bin/env bash
 # DSV4 serving on 8x B200 (see docs/DSV4_DEPLOY.md)

@@ -19,14 +19,6 @@ UTC = dt.UTC
 PST = dt.timezone(dt.timedelta(hours=-8))
 
 
-@pytest.fixture(autouse=True)
-def _uploads_in_tmp() -> None:
-    """Shadows conftest's autouse upload fixture, which needs pytest-django's ``settings``.
-
-    These tests touch neither Django nor a database, so they also run under ``-p no:django``.
-    """
-
-
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_bundle(tmp_path_factory.mktemp("seed7") / "dsv4-wedge")

@@ -5,10 +5,3 @@ here by name lets these tests run with ``-p no:django``.
 """
 
 from __future__ import annotations
-
-import pytest
-
-
-@pytest.fixture(autouse=True)
-def _uploads_in_tmp() -> None:
-    """Nothing to redirect: the pure engine never writes files."""

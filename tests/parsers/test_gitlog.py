@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
-import json
-import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -28,8 +24,8 @@ from ingest.parsers.types import (
     SOURCE_DOC,
     ParseContext,
     ParseError,
-    ParseResult,
 )
+from tests.parsers.golden import assert_golden
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "git"
 UTC = dt.UTC
@@ -46,32 +42,8 @@ H = {
 A, B, C = "a" * 40, "b" * 40, "c" * 40
 
 
-@pytest.fixture(autouse=True)
-def _uploads_in_tmp() -> None:
-    """Shadow the suite-wide Django settings fixture: pure parser tests need no Django."""
-
-
 def _ctx(name: str = "repo.gitlog") -> ParseContext:
     return ParseContext(name=name)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dt.datetime):
-        return value.isoformat()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
-
-
-def _assert_golden(result: ParseResult, golden: Path) -> None:
-    actual = _jsonable(result)
-    if os.environ.get("UPDATE_GOLDENS"):
-        golden.write_text(json.dumps(actual, indent=2, ensure_ascii=False) + "\n")
-    assert actual == json.loads(golden.read_text())
 
 
 def _log(*commits: str) -> bytes:
@@ -90,7 +62,7 @@ def _commit(
 
 def test_deploy_log_matches_its_golden_file() -> None:
     result = parse_git_log((FIXTURES / "deploy.gitlog").read_bytes(), _ctx("repo/deploy.gitlog"))
-    _assert_golden(result, FIXTURES / "deploy.gitlog.expected.json")
+    assert_golden(result, FIXTURES / "deploy.gitlog.expected.json")
 
 
 def test_deploy_log_reads_every_commit_in_file_order() -> None:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
-import os
 from pathlib import Path
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -25,7 +22,9 @@ from ingest.parsers.types import (
     LANE_HARNESS,
     ParseContext,
     ParseError,
-    ParseResult,
+)
+from tests.parsers.golden import (
+    assert_golden,  # noqa: E402
 )
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "harness"
@@ -35,32 +34,8 @@ JUNIT = "junit_stability_and_smoke.xml"
 LM_EVAL = "results_2026-11-20T12-00-13.json"
 
 
-@pytest.fixture(autouse=True)
-def _uploads_in_tmp() -> None:
-    """Shadow the suite-wide Django settings fixture: pure parser tests need no Django."""
-
-
 def _ctx(name: str, default_time: dt.datetime | None = None) -> ParseContext:
     return ParseContext(name=name, tz=LA, default_time=default_time)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dt.datetime):
-        return value.isoformat()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
-
-
-def _assert_golden(result: ParseResult, golden: Path) -> None:
-    actual = _jsonable(result)
-    if os.environ.get("UPDATE_GOLDENS"):
-        golden.write_text(json.dumps(actual, indent=2, ensure_ascii=False) + "\n")
-    assert actual == json.loads(golden.read_text())
 
 
 def _junit(body: str, suite_attrs: str = 'timestamp="2026-11-20T08:00:00"') -> bytes:
@@ -75,7 +50,7 @@ def _junit(body: str, suite_attrs: str = 'timestamp="2026-11-20T08:00:00"') -> b
 
 def test_junit_matches_its_golden_file() -> None:
     result = parse_junit((FIXTURES / JUNIT).read_bytes(), _ctx(f"harness/{JUNIT}"))
-    _assert_golden(result, FIXTURES / f"{JUNIT}.expected.json")
+    assert_golden(result, FIXTURES / f"{JUNIT}.expected.json")
 
 
 def test_junit_reads_pass_fail_error_and_skipped() -> None:
@@ -246,7 +221,7 @@ def test_looks_like_harness_jsonl() -> None:
 
 def test_lm_eval_matches_its_golden_file() -> None:
     result = parse_lm_eval((FIXTURES / LM_EVAL).read_bytes(), _ctx(f"harness/{LM_EVAL}"))
-    _assert_golden(result, FIXTURES / f"{LM_EVAL}.expected.json")
+    assert_golden(result, FIXTURES / f"{LM_EVAL}.expected.json")
 
 
 def test_lm_eval_one_scored_event_per_task_with_metrics_and_model() -> None:

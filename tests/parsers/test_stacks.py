@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import hashlib
-import json
-import os
 from pathlib import Path
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -25,7 +21,9 @@ from ingest.parsers.types import (
     LANE_DUMPS,
     ParseContext,
     ParseError,
-    ParseResult,
+)
+from tests.parsers.golden import (
+    assert_golden,  # noqa: E402
 )
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "dumps"
@@ -35,32 +33,8 @@ PYSPY = "scheduler_2026-11-20T15-45-00.pyspy.txt"
 GOROUTINES = "agent-harness-20261120T154600.goroutines.txt"
 
 
-@pytest.fixture(autouse=True)
-def _uploads_in_tmp() -> None:
-    """Shadow the suite-wide Django settings fixture: pure parser tests need no Django."""
-
-
 def _ctx(name: str, default_time: dt.datetime | None = None) -> ParseContext:
     return ParseContext(name=name, tz=LA, default_time=default_time)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dt.datetime):
-        return value.isoformat()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
-
-
-def _assert_golden(result: ParseResult, golden: Path) -> None:
-    actual = _jsonable(result)
-    if os.environ.get("UPDATE_GOLDENS"):
-        golden.write_text(json.dumps(actual, indent=2, ensure_ascii=False) + "\n")
-    assert actual == json.loads(golden.read_text())
 
 
 # --- py-spy ---------------------------------------------------------------------------------------
@@ -68,7 +42,7 @@ def _assert_golden(result: ParseResult, golden: Path) -> None:
 
 def test_pyspy_matches_its_golden_file() -> None:
     result = parse_pyspy((FIXTURES / PYSPY).read_bytes(), _ctx(f"dumps/{PYSPY}"))
-    _assert_golden(result, FIXTURES / f"{PYSPY}.expected.json")
+    assert_golden(result, FIXTURES / f"{PYSPY}.expected.json")
 
 
 def test_pyspy_dump_is_one_event_with_threads_and_frames() -> None:
@@ -161,7 +135,7 @@ def test_looks_like_pyspy() -> None:
 
 def test_goroutine_dump_matches_its_golden_file() -> None:
     result = parse_goroutines((FIXTURES / GOROUTINES).read_bytes(), _ctx(f"dumps/{GOROUTINES}"))
-    _assert_golden(result, FIXTURES / f"{GOROUTINES}.expected.json")
+    assert_golden(result, FIXTURES / f"{GOROUTINES}.expected.json")
 
 
 def test_goroutines_are_grouped_by_identical_stack_most_first() -> None:
