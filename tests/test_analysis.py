@@ -15,8 +15,15 @@ from timeline.services import analysis_request
 
 @pytest.fixture
 def loaded(db, team, sample_bundle) -> Incident:
-    call_command("ingest", str(sample_bundle), incident="dsv4", team=team.name,
-                 no_analyze=True, stdout=StringIO(), stderr=StringIO())
+    call_command(
+        "ingest",
+        str(sample_bundle),
+        incident="dsv4",
+        team=team.name,
+        no_analyze=True,
+        stdout=StringIO(),
+        stderr=StringIO(),
+    )
     return Incident.objects.get(slug="dsv4")
 
 
@@ -63,8 +70,13 @@ def test_operator_marks_override_the_engine(loaded):
 
 def test_config_diff_prints_every_key_that_differs(loaded):
     out = StringIO()
-    call_command("config_diff", incident="dsv4", at="2026-11-20T17:31:00Z",
-                 vs="2026-11-20T23:39:00Z", stdout=out)
+    call_command(
+        "config_diff",
+        incident="dsv4",
+        at="2026-11-20T17:31:00Z",
+        vs="2026-11-20T23:39:00Z",
+        stdout=out,
+    )
     text = out.getvalue()
     assert "SGLANG_SM120_MMA_TARGET_CTAS  (unset)" in text
     for key in ("--chunked-prefill-size", "--tokenizer-path", "METRICS_PORT"):

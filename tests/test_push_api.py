@@ -20,17 +20,32 @@ def token(team) -> str:
 def _post(client, slug: str, kind: str, body: object, token: str | None):
     headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
     data = body if isinstance(body, bytes) else json.dumps(body)
-    return client.post(URL.format(slug=slug, kind=kind), data=data,
-                       content_type="application/json", **headers)
+    return client.post(
+        URL.format(slug=slug, kind=kind), data=data, content_type="application/json", **headers
+    )
 
 
 def test_pushing_harness_runs_loads_them_once(client, incident, token):
-    body = {"runs": [
-        {"ts": "2026-11-20T12:00:00-08:00", "suite": "stability", "case": "long_context",
-         "status": "pass", "score": 0.95, "threshold": 0.9},
-        {"ts": "2026-11-20T12:30:00-08:00", "suite": "stability", "case": "long_context",
-         "status": "fail", "score": 0.5, "threshold": 0.9},
-    ]}
+    body = {
+        "runs": [
+            {
+                "ts": "2026-11-20T12:00:00-08:00",
+                "suite": "stability",
+                "case": "long_context",
+                "status": "pass",
+                "score": 0.95,
+                "threshold": 0.9,
+            },
+            {
+                "ts": "2026-11-20T12:30:00-08:00",
+                "suite": "stability",
+                "case": "long_context",
+                "status": "fail",
+                "score": 0.5,
+                "threshold": 0.9,
+            },
+        ]
+    }
     response = _post(client, incident.slug, "harness-runs", body, token)
     assert response.status_code == 201, response.content
     assert response.json()["counts"]["events"] == 2
@@ -44,14 +59,36 @@ def test_pushing_harness_runs_loads_them_once(client, incident, token):
 
 
 def test_pushing_config_changes_and_events(client, incident, token):
-    changes = {"changes": [{"key": "SGLANG_SM120_MMA_TARGET_CTAS", "old": None, "new": "512",
-                            "at": "2026-11-20T21:10:00Z", "ref": "deploy-42"}]}
+    changes = {
+        "changes": [
+            {
+                "key": "SGLANG_SM120_MMA_TARGET_CTAS",
+                "old": None,
+                "new": "512",
+                "at": "2026-11-20T21:10:00Z",
+                "ref": "deploy-42",
+            }
+        ]
+    }
     assert _post(client, incident.slug, "config-changes", changes, token).status_code == 201
     change = ConfigChange.objects.get(incident=incident)
     assert (change.key, change.old_value, change.new_value, change.source) == (
-        "SGLANG_SM120_MMA_TARGET_CTAS", None, "512", "api")
-    events = {"events": [{"at": "2026-11-20T23:41:00Z", "title": "pager fired",
-                          "lane": "server", "kind": "log_error", "body": "p1 page"}]}
+        "SGLANG_SM120_MMA_TARGET_CTAS",
+        None,
+        "512",
+        "api",
+    )
+    events = {
+        "events": [
+            {
+                "at": "2026-11-20T23:41:00Z",
+                "title": "pager fired",
+                "lane": "server",
+                "kind": "log_error",
+                "body": "p1 page",
+            }
+        ]
+    }
     assert _post(client, incident.slug, "events", events, token).status_code == 201
     assert Event.objects.filter(incident=incident, title="pager fired").exists()
 
@@ -61,8 +98,15 @@ def test_pushing_config_changes_and_events(client, incident, token):
     [
         (b"{not json", "not valid JSON"),
         ({"runs": []}, "'runs' is empty"),
-        ({"runs": [{"ts": "2026-11-20T12:00:00Z", "suite": "s", "case": "c", "status": "pass"},
-                   {"ts": "yesterday", "suite": "s", "case": "c", "status": "pass"}]}, "runs[1]: "),
+        (
+            {
+                "runs": [
+                    {"ts": "2026-11-20T12:00:00Z", "suite": "s", "case": "c", "status": "pass"},
+                    {"ts": "yesterday", "suite": "s", "case": "c", "status": "pass"},
+                ]
+            },
+            "runs[1]: ",
+        ),
         ({"items": []}, '{"runs": [...]}'),
     ],
 )
@@ -93,8 +137,15 @@ def test_no_token_or_a_wrong_one_is_401_and_another_team_is_404(
 
 
 def test_the_analysis_endpoint_returns_the_public_shape(client, incident, token):
-    response = client.get(f"/api/v1/incidents/{incident.slug}/analysis",
-                          HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = client.get(
+        f"/api/v1/incidents/{incident.slug}/analysis", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
     assert response.status_code == 200
-    assert set(response.json()) == {"incident", "first_bad", "last_good", "suspects",
-                                    "excluded", "ruled_out"}
+    assert set(response.json()) == {
+        "incident",
+        "first_bad",
+        "last_good",
+        "suspects",
+        "excluded",
+        "ruled_out",
+    }
