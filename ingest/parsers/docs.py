@@ -546,3 +546,43 @@ def _summary(
             f"{max(items, key=lambda it: it.at).text}"
         )
     return "\n\n".join(lines)
+
+
+MAX_SECTION_CHARS = 20_000
+
+
+def sections(text: str) -> list[tuple[str, str]]:
+    """The document cut at its headings: (heading text, the section's Markdown source).
+
+    Text before the first heading is the section "". Headings are found from markdown-it
+    tokens, so a ``#`` inside a code block is not a heading."""
+    lines = text.splitlines(keepends=True)
+    tokens = _parser().parse(text)
+    starts: list[tuple[int, str]] = []
+    for i, tok in enumerate(tokens):
+        if tok.type == "heading_open" and tok.map is not None:
+            inline = tokens[i + 1] if i + 1 < len(tokens) else None
+            starts.append((tok.map[0], inline.content.strip() if inline is not None else ""))
+    out: list[tuple[str, str]] = []
+    first = starts[0][0] if starts else len(lines)
+    if "".join(lines[:first]).strip():
+        out.append(("", "".join(lines[:first])))
+    for n, (start, title) in enumerate(starts):
+        end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
+        out.append((title, "".join(lines[start:end])))
+    return out
+
+
+def changed_sections(before: str | None, after: str | None) -> str:
+    """Markdown of the sections of ``after`` that are new or differ from ``before``, so a doc
+    revision shows what was edited (bounded in size)."""
+    if after is None:
+        return ""
+    old: dict[str, list[str]] = {}
+    for title, body in sections(before or ""):
+        old.setdefault(title, []).append(body)
+    changed = [body for title, body in sections(after) if body not in old.get(title, [])]
+    text = "\n".join(b.rstrip("\n") + "\n" for b in changed)
+    if len(text) > MAX_SECTION_CHARS:
+        text = text[:MAX_SECTION_CHARS] + "\n\n_(cut: the changed sections go on)_\n"
+    return text

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .configfiles import diff_settings, extract_settings, is_config_path
+from .docs import changed_sections
 from .types import (
     KIND_COMMIT,
     KIND_DOC_REVISION,
@@ -369,7 +370,15 @@ def commits_to_result(
                 continue
             if path.lower().endswith(_DOC_SUFFIXES):
                 ref = f"{path}@{commit.hash[:12]}"
-                result.events.append(_doc_event(commit, path, after, deleted=after_text is None))
+                result.events.append(
+                    _doc_event(
+                        commit,
+                        path,
+                        after,
+                        deleted=after_text is None,
+                        edited=changed_sections(before_text, after_text),
+                    )
+                )
                 source = SOURCE_DOC
             else:
                 ref = commit.hash
@@ -463,16 +472,19 @@ def _setting_dict(setting: Setting) -> dict[str, Any]:
 
 
 def _doc_event(
-    commit: CommitInfo, path: str, settings: list[Setting], *, deleted: bool
+    commit: CommitInfo, path: str, settings: list[Setting], *, deleted: bool, edited: str = ""
 ) -> EventRecord:
     verb = "deleted" if deleted else "revised"
+    body = commit.body
+    if edited:
+        body = (body + "\n\n" if body else "") + f"**Edited sections of `{path}`**\n\n" + edited
     return EventRecord(
         kind=KIND_DOC_REVISION,
         lane=LANE_DOCS,
         at=commit.committed_at,
         key=f"{path}@{commit.hash}",
         title=f"{path} {verb} in {commit.hash[:12]}: {commit.subject}",
-        body=commit.body,
+        body=body,
         attrs={
             "path": path,
             "commit": commit.hash,

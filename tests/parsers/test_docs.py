@@ -500,3 +500,20 @@ def test_any_text_gives_settings_or_a_parse_error_never_another_exception(text: 
         shell_settings(text, where="f.sh")
     except ParseError as exc:
         assert exc.line >= 1
+
+
+def test_changed_sections_are_the_ones_edited_between_revisions() -> None:
+    from ingest.parsers.docs import changed_sections, sections
+
+    before = (
+        "# DSV4\n\nintro\n\n## Launch\n\n```bash\n# not a heading\nexport A=1\n```\n\n"
+        "## Changelog\n\n- 2026-11-20 07:30 first\n"
+    )
+    after = before.replace("export A=1", "export A=1\nexport SGLANG_SM120_MMA_TARGET_CTAS=512")
+    assert [t for t, _ in sections(after)] == ["DSV4", "Launch", "Changelog"]
+    edited = changed_sections(before, after)
+    assert edited.startswith("## Launch")
+    assert "SGLANG_SM120_MMA_TARGET_CTAS=512" in edited
+    assert "Changelog" not in edited
+    assert changed_sections(None, after).count("##") == 2
+    assert changed_sections(after, None) == ""
