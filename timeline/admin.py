@@ -1,8 +1,11 @@
 """Admin registrations (Sample is left out: millions of rows, composite key)."""
 
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from timeline import models
+from timeline.services import incident_delete
 
 
 @admin.register(models.Team)
@@ -16,6 +19,15 @@ class IncidentAdmin(admin.ModelAdmin):
     list_display = ["slug", "title", "team", "status", "created_at"]
     list_filter = ["status", "team"]
     search_fields = ["slug", "title"]
+
+    # The audit log's trigger refuses deletes unless the transaction says it is deleting a whole
+    # incident; services.incident_delete says so.
+    def delete_model(self, request: HttpRequest, obj: models.Incident) -> None:
+        incident_delete(incident=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[models.Incident]) -> None:
+        for incident in queryset:
+            incident_delete(incident=incident)
 
 
 @admin.register(models.Artifact)
@@ -54,5 +66,29 @@ class FindingAdmin(admin.ModelAdmin):
     list_display = ["analysis", "kind", "rank", "score", "title"]
 
 
-for model in (models.Hypothesis, models.Evidence, models.Note, models.AuditEntry, models.ApiToken):
+@admin.register(models.AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):
+    """Read-only: the log is append-only (a database trigger enforces it too)."""
+
+    list_display = ["at", "incident", "actor", "action", "target"]
+    list_filter = ["action"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    # No delete action; deleting an entry alone is refused by the trigger. Delete permission
+    # itself stays, because deleting an incident in the admin checks it for the cascade.
+    actions = None
+
+
+@admin.register(models.HypothesisStatusChange)
+class HypothesisStatusChangeAdmin(admin.ModelAdmin):
+    list_display = ["at", "hypothesis", "old_status", "new_status", "actor"]
+    raw_id_fields = ["hypothesis"]
+
+
+for model in (models.Hypothesis, models.Evidence, models.Note, models.ApiToken):
     admin.site.register(model)

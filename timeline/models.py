@@ -49,6 +49,7 @@ class Incident(models.Model):
     last_good_at = models.DateTimeField(null=True, blank=True)
     first_bad_at = models.DateTimeField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
+    action_items = models.TextField(blank=True)  # Markdown; the postmortem's last section
     # Bumped by every analysis request; a run older than this never overwrites a newer one.
     analysis_version = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(
@@ -278,6 +279,31 @@ class Hypothesis(models.Model):
         return self.title
 
 
+class HypothesisStatusChange(models.Model):
+    """One dated step of a hypothesis' status history (the first row records its creation)."""
+
+    hypothesis = models.ForeignKey(
+        Hypothesis, on_delete=models.CASCADE, related_name="status_changes"
+    )
+    old_status = models.CharField(max_length=20, choices=HypothesisStatus.choices, blank=True)
+    new_status = models.CharField(max_length=20, choices=HypothesisStatus.choices)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    at = models.DateTimeField(auto_now_add=True)
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [
+            # The board's and the postmortem's history per hypothesis, oldest first.
+            models.Index(fields=["hypothesis", "at"], name="hypstatus_hypothesis_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.old_status or '-'} -> {self.new_status}"
+
+
 class Evidence(models.Model):
     """A link from a hypothesis to an event or finding that supports, refutes or frames it."""
 
@@ -323,7 +349,11 @@ class Note(models.Model):
 
 
 class AuditEntry(models.Model):
-    """Append-only record of who changed what, when."""
+    """Append-only record of who changed what, when.
+
+    A Postgres trigger (migration 0002) refuses UPDATE and DELETE; only nulling the actor (a
+    deleted user) and services.incident_delete (which sets timeline.audit_purge) get through.
+    """
 
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="audit")
     actor = models.ForeignKey(

@@ -1,4 +1,5 @@
-// The timeline page: fetch the figure for a window, re-fetch on zoom, open details on click.
+// The timeline page: fetch the figure for a window, re-fetch on zoom, open details on click,
+// pick a moment for notes and marks (a click on a marker or on empty chart space).
 (function () {
   "use strict";
   const el = document.getElementById("timeline-chart");
@@ -41,17 +42,46 @@
   }
 
   function openDetail(id) {
-    const isFinding = String(id).startsWith("f");
-    const url = isFinding ? el.dataset.findingUrl.replace(/0\/$/, String(id).slice(1) + "/")
-                          : el.dataset.detailUrl.replace(/0\/$/, id + "/");
+    const s = String(id);
+    let url;
+    if (s.startsWith("f")) url = el.dataset.findingUrl.replace(/0\/$/, s.slice(1) + "/");
+    else if (s.startsWith("n")) url = el.dataset.noteUrl.replace(/0\/$/, s.slice(1) + "/");
+    else url = el.dataset.detailUrl.replace(/0\/$/, s + "/");
     htmx.ajax("GET", url, {target: "#detail", swap: "innerHTML"});
+  }
+
+  // The moment picked for a note or a mark: datetime-local inputs hold UTC wall time.
+  function pickTime(ms) {
+    if (!isFinite(ms)) return;
+    const value = new Date(ms).toISOString().slice(0, 19);
+    document.querySelectorAll("input.picked-time").forEach(i => { i.value = value; });
+    el.dataset.picked = value;
+  }
+
+  function currentRange() {
+    const xa = el._fullLayout && el._fullLayout.xaxis;
+    if (!xa || xa.autorange) return [null, null];
+    return [toIso(xa.range[0]), toIso(xa.range[1])];
+  }
+
+  // Plotly fires plotly_click only on points: a click on empty plot area picks its time here.
+  function onBackgroundClick(ev) {
+    const full = el._fullLayout;
+    if (!full || !full.xaxis || ev.target.closest(".modebar")) return;
+    const xa = full.xaxis, box = el.getBoundingClientRect();
+    const px = ev.clientX - box.left - xa._offset;
+    const py = ev.clientY - box.top;
+    if (px < 0 || px > xa._length || py < full._size.t || py > full.height - full._size.b) return;
+    pickTime(xa.p2c(px));
   }
 
   function bind() {
     el.on("plotly_click", ev => {
       const pt = ev.points && ev.points[0];
+      if (pt && pt.x !== undefined) pickTime(Date.parse(toIso(pt.x)));
       if (pt && pt.customdata && pt.customdata[0] !== undefined) openDetail(pt.customdata[0]);
     });
+    el.addEventListener("click", onBackgroundClick);
     el.on("plotly_relayout", ev => {
       if (ev["xaxis.range[0]"] !== undefined) {
         load(toIso(ev["xaxis.range[0]"]), toIso(ev["xaxis.range[1]"]));
@@ -75,5 +105,7 @@
     const at = new Date(a.dataset.at).getTime();
     load(new Date(at - 3600e3).toISOString(), new Date(at + 3600e3).toISOString());
   }));
+  // A note added or removed elsewhere on the page: redraw the same window with its lane.
+  document.body.addEventListener("collab-changed", () => { const r = currentRange(); load(r[0], r[1]); });
   window.addEventListener("load", () => load());
 })();

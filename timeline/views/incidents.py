@@ -11,13 +11,14 @@ from django.core.paginator import Paginator
 from django.db.models import OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.html import escape
 from django.views.decorators.http import require_GET, require_http_methods
 
 from timeline import charts, selectors
 from timeline.analysis import current_analysis
 from timeline.choices import EventKind, FindingKind, Lane, RunStatus
 from timeline.markdown import render as md
-from timeline.models import Artifact, Event, Finding, Team
+from timeline.models import Artifact, Event, Finding, Note, Team
 from timeline.services import ServiceError, incident_create
 
 
@@ -133,6 +134,17 @@ def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
         )
         for e in selectors.timeline_events(incident, start, end)
     ]
+    # Operators' notes on their own lane; a click opens "n<id>". Escaped: plotly renders a few
+    # HTML tags in hover text, and a note is user input.
+    notes = Note.objects.filter(incident=incident)
+    if start is not None:
+        notes = notes.filter(at__gte=start)
+    if end is not None:
+        notes = notes.filter(at__lte=end)
+    markers.extend(
+        charts.Marker(id=f"n{pk}", at=at, lane=Lane.NOTES, title=escape(body[:160]))
+        for pk, at, body in notes.order_by("at", "id").values_list("id", "at", "body")
+    )
     spans = []
     for f in findings:
         if f.kind != FindingKind.SYMPTOM or f.at is None:
