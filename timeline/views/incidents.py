@@ -153,8 +153,10 @@ def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
         ends = (f.data or {}).get("ends_at")
         if ends:
             spans.append((f.at, dt.datetime.fromisoformat(ends)))
-    names = picked or [name for name, _ in selectors.DEFAULT_PANELS]
     titles = dict(selectors.DEFAULT_PANELS)
+    order = {name: i for i, name in enumerate(titles)}
+    # The usual panels first, in their usual order; any other picked series after them.
+    names = sorted(picked or list(titles), key=lambda n: (order.get(n, len(order)), n))
     series = selectors.series_for_panels(incident, names)
     points = selectors.series_downsampled(series, start, end)
     panels = []
