@@ -4,6 +4,7 @@ collaboration (hypotheses, evidence, notes, marks)."""
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -23,6 +24,8 @@ from timeline.models import (
     Note,
     Team,
 )
+
+log = logging.getLogger(__name__)
 
 
 class ServiceError(Exception):
@@ -97,9 +100,20 @@ def analysis_request(*, incident_id: int) -> int:
     version = Incident.objects.values_list("analysis_version", flat=True).get(pk=incident_id)
 
     def _enqueue() -> None:
+        from kombu.exceptions import OperationalError as BrokerError
+
         from timeline.tasks import analyze_incident
 
-        analyze_incident.delay(incident_id, version)
+        try:
+            analyze_incident.delay(incident_id, version)
+        except BrokerError:
+            # The request is recorded (the version was bumped); the page shows the analysis as
+            # pending, and the next request or `manage.py analyze` runs it.
+            log.warning(
+                "broker unreachable: analysis v%s of incident %s stays pending",
+                version,
+                incident_id,
+            )
 
     transaction.on_commit(_enqueue)
     return int(version)
