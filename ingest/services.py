@@ -94,7 +94,7 @@ def artifact_register_bytes(
         tmp = folder / f".{digest}.part"
         tmp.write_bytes(data)
         os.replace(tmp, stored)
-    fmt = sniff.sniff(name, data[: sniff.HEAD_BYTES])
+    fmt = sniff.sniff(name, data[: sniff.HEAD_BYTES]) if data else None
     artifact, created = Artifact.objects.get_or_create(
         incident=incident,
         sha256=digest,
@@ -106,14 +106,30 @@ def artifact_register_bytes(
             "options": options or {},
             "uploaded_by": user,
             "status": RunStatus.PENDING if fmt else RunStatus.FAILED,
-            "error": "" if fmt else _unrecognised(name),
+            "error": "" if fmt else _unrecognised(name, data),
         },
     )
     return artifact, created
 
 
-def _unrecognised(name: str) -> str:
-    return f"{name}: not recognised as any known format (expected one of: {sniff.describe_known()})"
+def _unrecognised(name: str, data: bytes | None = None) -> str:
+    if data is not None and not data:
+        return f"{name}: the file is empty; nothing to ingest"
+    what = "not recognised as any known format"
+    if data is not None and _looks_binary(data[: sniff.HEAD_BYTES]):
+        what = "binary data, not text; not recognised as any known format"
+    return f"{name}: {what} (expected one of: {sniff.describe_known()})"
+
+
+def _looks_binary(head: bytes) -> bool:
+    """NUL bytes or bytes that are not UTF-8 (a cut multi-byte character at the end is fine)."""
+    if b"\0" in head:
+        return True
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start < len(head) - 4
+    return False
 
 
 def repository_register(
@@ -205,6 +221,7 @@ def _repositories(root: Path) -> list[Path]:
     return sorted(found)
 
 
+@transaction.atomic  # a bundle registers whole or not at all (one oversized file stops it all)
 def path_register(
     *,
     incident: Incident,
@@ -411,7 +428,8 @@ def parse_artifact(artifact: Artifact) -> ParseResult:
     data = (Path(settings.UPLOAD_ROOT).resolve() / artifact.path).read_bytes()
     fmt = sniff.BY_KIND.get(artifact.kind)
     if fmt is None:
-        raise ParseError(artifact.name, 0, _unrecognised(artifact.name))
+        # ParseError puts the file name in front itself.
+        raise ParseError(artifact.name, 0, _unrecognised(artifact.name)[len(artifact.name) + 2 :])
     return fmt.parse(data, ctx)
 
 

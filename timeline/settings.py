@@ -75,7 +75,10 @@ REDIS_URL = env_str("REDIS_URL") or embedded.redis_url()
 CELERY_BROKER_URL = REDIS_URL
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
-CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 3, "visibility_timeout": 3600}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 3,
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),  # faults tests lower it
+}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
