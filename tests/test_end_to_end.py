@@ -83,3 +83,42 @@ def test_analyze_json_prints_exactly_one_object_with_the_public_shape(sample_bun
     assert scores == sorted(scores, reverse=True)
     excluded = {e["key"] for e in payload["excluded"]}
     assert "--mem-fraction-static" in excluded
+
+
+@pytest.mark.django_db
+def test_ingest_on_the_worker_with_the_broker_down_says_so_and_keeps_the_files(team, sample_bundle):
+    from django.core.management.base import CommandError
+
+    from tests.reliability.own_services import broker_at, free_port
+
+    nobody = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    with broker_at(nobody), pytest.raises(CommandError, match="work queue is unavailable"):
+        call_command(
+            "ingest",
+            str(sample_bundle / "harness"),
+            incident="dsv4",
+            team=team.name,
+            worker=True,
+            stdout=StringIO(),
+            stderr=StringIO(),
+        )
+    pending = Artifact.objects.filter(incident__slug="dsv4", status=RunStatus.PENDING)
+    assert pending.count() == 4
+
+
+@pytest.mark.django_db
+def test_a_refused_registration_leaves_no_incident_behind(team, tmp_path, settings):
+    from django.core.management.base import CommandError
+
+    settings.UPLOAD_MAX_BYTES = 10
+    (tmp_path / "big.jsonl").write_text('{"ts": "2026-11-20T12:00:00Z"}\n')
+    with pytest.raises(CommandError, match="over the limit"):
+        call_command(
+            "ingest",
+            str(tmp_path),
+            incident="new-one",
+            team=team.name,
+            stdout=StringIO(),
+            stderr=StringIO(),
+        )
+    assert not Incident.objects.filter(slug="new-one").exists()

@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+from kombu.exceptions import OperationalError as BrokerError
 from tqdm import tqdm
 
 from ingest import services
 from ingest.tasks import ingest_artifact
 from timeline.choices import RunStatus
-from timeline.models import Artifact
+from timeline.models import Artifact, Incident
 from timeline.services import (
     ServiceError,
     analysis_request,
@@ -54,22 +56,40 @@ class Command(BaseCommand):
             if at.tzinfo is None:
                 raise CommandError("--at needs a zone offset, e.g. 2026-11-20T15:45:00-08:00")
         path: Path = opts["path"]
+        if not path.exists():
+            raise CommandError(f"{path}: no such file or directory")
         try:
-            settings = (
-                services.read_bundle_settings(path) if path.is_dir() else services.BundleSettings()
-            )
-            team = team_get_or_create(name=opts["team"])
-            incident, created = incident_get_or_create(
-                slug=opts["incident"],
-                team=team,
-                title=opts["title"] or settings.title,
-                timezone=opts["timezone"] or settings.timezone or "UTC",
-            )
-            outcome = services.path_register(
-                incident=incident, path=path, timezone_name=opts["timezone"], default_time=at
-            )
+            with transaction.atomic():  # a refused registration leaves no empty incident behind
+                incident, created, outcome = self._register(path, at, opts)
         except (services.IngestError, ServiceError) as exc:
             raise CommandError(str(exc)) from None
+        self._continue(incident, created, outcome, opts)
+
+    def _register(
+        self, path: Path, at: dt.datetime | None, opts: dict[str, Any]
+    ) -> tuple[Incident, bool, services.RegisterOutcome]:
+        settings = (
+            services.read_bundle_settings(path) if path.is_dir() else services.BundleSettings()
+        )
+        team = team_get_or_create(name=opts["team"])
+        incident, created = incident_get_or_create(
+            slug=opts["incident"],
+            team=team,
+            title=opts["title"] or settings.title,
+            timezone=opts["timezone"] or settings.timezone or "UTC",
+        )
+        outcome = services.path_register(
+            incident=incident, path=path, timezone_name=opts["timezone"], default_time=at
+        )
+        return incident, created, outcome
+
+    def _continue(
+        self,
+        incident: Incident,
+        created: bool,
+        outcome: services.RegisterOutcome,
+        opts: dict[str, Any],
+    ) -> None:
         if outcome.settings.last_good or outcome.settings.first_bad:
             incident.last_good_at = incident.last_good_at or outcome.settings.last_good
             incident.first_bad_at = incident.first_bad_at or outcome.settings.first_bad
@@ -108,8 +128,14 @@ class Command(BaseCommand):
             raise CommandError(f"{len(failed)} of {len(artifacts)} files failed (see above)")
 
     def _via_worker(self, pending: list[Artifact], timeout: float, *, analyze: bool) -> None:
-        for artifact in pending:
-            ingest_artifact.delay(artifact.pk, analyze)
+        try:
+            for artifact in pending:
+                ingest_artifact.delay(artifact.pk, analyze)
+        except BrokerError as exc:
+            raise CommandError(
+                f"the work queue is unavailable ({exc}); the files are registered and stay "
+                "pending: run again when the broker is back, or without --worker to ingest here"
+            ) from None
         ids = [a.pk for a in pending]
         bar = tqdm(total=len(ids), unit="file", disable=not ids, file=self.stderr)
         deadline = time.monotonic() + timeout
