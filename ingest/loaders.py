@@ -172,43 +172,99 @@ def load_config_changes(
 def load_samples(
     incident: Incident, artifact: Artifact | None, blocks: Iterable[SampleBlock]
 ) -> int:
-    """Create missing series, then COPY every sample in binary. Returns samples written."""
-    total = 0
-    for block in blocks:
-        n = len(block.ts_ms)
-        if n == 0:
-            continue
-        series = _series_for(incident, artifact, block)
-        ts = np.frombuffer(block.ts_ms, dtype=np.int64) if n else np.empty(0, np.int64)
-        values = np.frombuffer(block.values, dtype=np.float64)
-        _copy_samples(series.pk, ts, values)
-        first = dt.datetime.fromtimestamp(int(ts.min()) / 1000, tz=dt.UTC)
-        last = dt.datetime.fromtimestamp(int(ts.max()) / 1000, tz=dt.UTC)
-        with connection.cursor() as cur:
-            cur.execute(
-                "UPDATE timeline_series SET sample_count = sample_count + %s, "
-                "first_ts = LEAST(COALESCE(first_ts, %s), %s), "
-                "last_ts = GREATEST(COALESCE(last_ts, %s), %s) WHERE id = %s",
-                [n, first, first, last, last, series.pk],
-            )
-        total += n
-    return total
+    """Create missing series, then COPY every sample in binary. Returns samples written.
+
+    One COPY carries every series (no round trip or savepoint per series); the series rows are
+    looked up and created in bulk, and their counts and time ranges updated in one statement."""
+    blocks = [b for b in blocks if len(b.ts_ms)]
+    if not blocks:
+        return 0
+    series_ids = _series_ids(incident, artifact, blocks)
+    columns = [
+        (sid, np.frombuffer(b.ts_ms, dtype=np.int64), np.frombuffer(b.values, dtype=np.float64))
+        for sid, b in zip(series_ids, blocks, strict=True)
+    ]
+    try:
+        with transaction.atomic():
+            _copy_into("timeline_sample", columns)
+        written = {sid: len(ts) for sid, ts, _ in columns}
+    except IntegrityError:
+        # Rows for some of these times exist already (an overlapping export of the same
+        # series): load through a staging table and keep the values already stored.
+        written = _copy_merging(columns)
+    _update_series_stats(columns, written)
+    return sum(written.values())
 
 
-def _series_for(incident: Incident, artifact: Artifact | None, block: SampleBlock) -> Series:
-    labels = dict(block.key.labels)
-    series, created = Series.objects.get_or_create(
-        incident=incident,
-        name=block.key.name[:300],
-        labels=labels,
-        defaults={
-            "artifact": artifact,
-            "type": block.type[:20],
-            "unit": block.unit[:40],
-            "help": block.help,
-        },
-    )
-    return series
+def _series_key(name: str, labels: dict[str, str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    return name, tuple(sorted((str(k), str(v)) for k, v in labels.items()))
+
+
+def _series_ids(
+    incident: Incident, artifact: Artifact | None, blocks: list[SampleBlock]
+) -> list[int]:
+    """The Series id of each block, creating the missing rows in one INSERT."""
+    wanted = [_series_key(b.key.name[:300], dict(b.key.labels)) for b in blocks]
+
+    def existing() -> dict[tuple[str, tuple[tuple[str, str], ...]], int]:
+        rows = Series.objects.filter(
+            incident=incident, name__in={name for name, _ in wanted}
+        ).values_list("id", "name", "labels")
+        return {_series_key(name, labels or {}): pk for pk, name, labels in rows}
+
+    found = existing()
+    missing: dict[tuple[str, tuple[tuple[str, str], ...]], SampleBlock] = {}
+    for key, block in zip(wanted, blocks, strict=True):
+        if key not in found:
+            missing.setdefault(key, block)
+    if missing:
+        Series.objects.bulk_create(
+            [
+                Series(
+                    incident=incident,
+                    artifact=artifact,
+                    name=name,
+                    labels=dict(labels),
+                    type=block.type[:20],
+                    unit=block.unit[:40],
+                    help=block.help,
+                )
+                for (name, labels), block in missing.items()
+            ],
+            ignore_conflicts=True,
+        )
+        found = existing()
+    return [found[key] for key in wanted]
+
+
+def _update_series_stats(
+    columns: list[tuple[int, np.ndarray, np.ndarray]], written: dict[int, int]
+) -> None:
+    """Add what was written to each series' count and widen its time range, in one UPDATE."""
+    stats: dict[int, list[int]] = {}
+    for sid, ts, _ in columns:
+        lo, hi = int(ts.min()), int(ts.max())
+        if sid in stats:
+            stats[sid][0] = min(stats[sid][0], lo)
+            stats[sid][1] = max(stats[sid][1], hi)
+        else:
+            stats[sid] = [lo, hi]
+    ids = list(stats)
+    with connection.cursor() as cur:
+        cur.execute(
+            "UPDATE timeline_series AS s SET sample_count = s.sample_count + u.n, "
+            "first_ts = LEAST(COALESCE(s.first_ts, u.lo), u.lo), "
+            "last_ts = GREATEST(COALESCE(s.last_ts, u.hi), u.hi) "
+            "FROM (SELECT unnest(%s::int8[]) AS id, unnest(%s::int8[]) AS n, "
+            "to_timestamp(unnest(%s::int8[]) / 1000.0) AS lo, "
+            "to_timestamp(unnest(%s::int8[]) / 1000.0) AS hi) AS u WHERE s.id = u.id",
+            [
+                ids,
+                [written.get(sid, 0) for sid in ids],
+                [stats[sid][0] for sid in ids],
+                [stats[sid][1] for sid in ids],
+            ],
+        )
 
 
 def copy_payload(series_id: int, ts_ms: np.ndarray, values: np.ndarray) -> bytes:
@@ -224,37 +280,37 @@ def copy_payload(series_id: int, ts_ms: np.ndarray, values: np.ndarray) -> bytes
     return rows.tobytes()
 
 
-def _copy_samples(series_id: int, ts_ms: np.ndarray, values: np.ndarray) -> None:
-    """COPY straight into the table; if rows for these times exist already (an overlapping
-    export of the same series), load through a staging table and keep the first value."""
-    try:
-        with transaction.atomic():
-            _copy_into("timeline_sample", series_id, ts_ms, values)
-    except IntegrityError:
-        with connection.cursor() as cur:
-            cur.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS sample_staging "
-                "(LIKE timeline_sample INCLUDING DEFAULTS) ON COMMIT DROP"
-            )
-            cur.execute("TRUNCATE sample_staging")
-        _copy_into("sample_staging", series_id, ts_ms, values)
-        with connection.cursor() as cur:
-            cur.execute(
-                "INSERT INTO timeline_sample (series_id, ts, value) "
-                "SELECT DISTINCT ON (series_id, ts) series_id, ts, value FROM sample_staging "
-                "ON CONFLICT (series_id, ts) DO NOTHING"
-            )
-
-
-def _copy_into(table: str, series_id: int, ts_ms: np.ndarray, values: np.ndarray) -> None:
+def _copy_merging(columns: list[tuple[int, np.ndarray, np.ndarray]]) -> dict[int, int]:
+    """COPY into a staging table, then insert what is not stored yet; returns rows written
+    per series."""
     with connection.cursor() as cur:
-        pg = cur.cursor  # the psycopg cursor under Django's wrapper
-        with pg.copy(f"COPY {table} (series_id, ts, value) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.write(_COPY_HEADER)
+        cur.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS sample_staging "
+            "(LIKE timeline_sample INCLUDING DEFAULTS) ON COMMIT DROP"
+        )
+        cur.execute("TRUNCATE sample_staging")
+    _copy_into("sample_staging", columns)
+    with connection.cursor() as cur:
+        cur.execute(
+            "WITH ins AS (INSERT INTO timeline_sample (series_id, ts, value) "
+            "SELECT DISTINCT ON (series_id, ts) series_id, ts, value FROM sample_staging "
+            "ORDER BY series_id, ts ON CONFLICT (series_id, ts) DO NOTHING RETURNING series_id) "
+            "SELECT series_id, count(*) FROM ins GROUP BY series_id"
+        )
+        return dict(cur.fetchall())
+
+
+def _copy_into(table: str, columns: list[tuple[int, np.ndarray, np.ndarray]]) -> None:
+    # The psycopg cursor under Django's wrapper; its errors are mapped to Django's own (so
+    # that load_samples sees an IntegrityError on overlapping rows).
+    sql = f"COPY {table} (series_id, ts, value) FROM STDIN (FORMAT BINARY)"
+    with connection.cursor() as cur, connection.wrap_database_errors, cur.cursor.copy(sql) as copy:
+        copy.write(_COPY_HEADER)
+        for series_id, ts_ms, values in columns:
             for start in range(0, len(ts_ms), COPY_CHUNK_ROWS):
                 end = start + COPY_CHUNK_ROWS
                 copy.write(copy_payload(series_id, ts_ms[start:end], values[start:end]))
-            copy.write(_COPY_TRAILER)
+        copy.write(_COPY_TRAILER)
 
 
 def _jsonable(value: object) -> object:

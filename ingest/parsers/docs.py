@@ -99,6 +99,21 @@ def _parser() -> MarkdownIt:
     return MarkdownIt("commonmark").enable("table")
 
 
+# Deployment docs are kilobytes. markdown-it spends ~10 us per table cell, so a pathological
+# multi-megabyte document would hold a worker for minutes: refuse it up front instead.
+MAX_MARKDOWN_BYTES = 2 * 1024 * 1024
+
+
+def _check_size(size: int, path: str) -> None:
+    if size > MAX_MARKDOWN_BYTES:
+        raise ParseError(
+            path,
+            0,
+            f"{size} bytes is over the {MAX_MARKDOWN_BYTES} byte limit for a Markdown "
+            "deployment doc (expected a document of a few hundred KB at most)",
+        )
+
+
 # --- settings ------------------------------------------------------------------------------------
 
 
@@ -109,6 +124,7 @@ def markdown_settings(text: str, *, path: str) -> list[Setting]:
     resolves to an earlier block's assignment) and from key/value tables. Paragraphs and list
     items are prose and never yield settings.
     """
+    _check_size(len(text.encode()), path)
     settings, _ = _document_settings(_parser().parse(text), path)
     return settings
 
@@ -461,6 +477,7 @@ def parse_markdown_doc(data: bytes, ctx: ParseContext) -> ParseResult:
     Also returns the changes its changelog records. Raises ParseError for undecodable bytes,
     a broken shell block, a malformed changelog date, or a document with no time at all.
     """
+    _check_size(len(data), ctx.name)
     text = _decode(data, ctx.name)
     tokens = _parser().parse(text)
     settings, warnings = _document_settings(tokens, ctx.name)

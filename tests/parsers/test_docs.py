@@ -517,3 +517,11 @@ def test_changed_sections_are_the_ones_edited_between_revisions() -> None:
     assert "Changelog" not in edited
     assert changed_sections(None, after).count("##") == 2
     assert changed_sections(after, None) == ""
+
+
+def test_a_markdown_doc_over_the_size_limit_is_refused_before_parsing() -> None:
+    from ingest.parsers.docs import MAX_MARKDOWN_BYTES
+
+    huge = b"| Variable | Value |\n|---|---|\n" + b"| `A` | 1 |\n" * (MAX_MARKDOWN_BYTES // 12 + 1)
+    with pytest.raises(ParseError, match="over the 2097152 byte limit"):
+        parse_markdown_doc(huge, ParseContext(name="DSV4_HUGE.md", default_time=None))

@@ -1,0 +1,293 @@
+"""Issue 5: the correlation run on a big incident.
+
+100k events and 5M samples (200 series x 25k one-second scrapes, 80 of them the series the
+engine reads) loaded by COPY into one incident; then timeline.analysis.analysis_run end to end,
+load_inputs alone and engine.analyze alone. Target: the end-to-end run under 2 s.
+
+The baseline measured in the same run is the loading the slice shipped with (one fetchall per
+series, a datetime per sample), kept here as ``load_series_fetchall``.
+
+    .venv/bin/python bench/correlate.py [--scrapes 25000] [--events 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+# Run as a script, sys.path[0] is bench/; the project root must come first.
+sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+import numpy as np  # noqa: E402
+
+from bench import _common  # noqa: E402
+
+START = dt.datetime(2026, 11, 25, tzinfo=dt.UTC)
+CTAS = "SGLANG_SM120_MMA_TARGET_CTAS"
+
+
+def _fp(i: int) -> str:
+    return hashlib.sha256(str(i).encode()).hexdigest()
+
+
+def load_events(incident: object, n_events: int, scrapes: int, wedge_at_s: int) -> int:
+    """Config changes (the CTAS one an hour before the wedge), requests (the ones received
+    after the wedge never finish), harness runs (all green), server log spans and errors."""
+    from django.db import connection, transaction
+
+    from timeline.models import ConfigChange, Event
+
+    rng = random.Random(9)
+    span_s = scrapes
+    changes = []
+    keys = [f"SGLANG_SETTING_{i}" for i in range(30)] + ["--max-running-requests", "--tp-size"]
+    for i, key in enumerate(keys):
+        at = START + dt.timedelta(seconds=rng.randrange(0, wedge_at_s - 4000))
+        changes.append((key, str(i), str(i + 1), at))
+    changes.append((CTAS, None, "512", START + dt.timedelta(seconds=wedge_at_s - 3600)))
+    with transaction.atomic():
+        for key, old, new, at in changes:
+            ev = Event.objects.create(
+                incident=incident,
+                at=at,
+                kind="config_change",
+                lane="config",
+                title=f"{key}: {old} -> {new}",
+                key=f"doc\x1f{key}\x1f{at.isoformat()}",
+                fingerprint=_fp(hash((key, at))),
+                attrs={"key": key, "old": old, "new": new},
+            )
+            ConfigChange.objects.create(
+                event=ev,
+                incident=incident,
+                key=key,
+                old_value=old,
+                new_value=new,
+                scope="env",
+                source="doc",
+                ref="DSV4_DEPLOY.md@ab12",
+            )
+    n_rest = n_events - len(changes)
+    n_harness = n_rest // 4
+    n_spans = span_s // 300
+    n_errors = n_rest // 20
+    n_requests = n_rest - n_harness - n_spans - n_errors
+    inc = incident.pk  # type: ignore[attr-defined]
+    cols = ("incident_id", "at", "ends_at", "kind", "lane", "title", "body", "attrs", "key")
+    cols += ("fingerprint",)
+    serial = 0
+
+    def row(at_s: float, ends_s: float | None, kind: str, lane: str, title: str, attrs: dict):
+        nonlocal serial
+        serial += 1
+        at = START + dt.timedelta(seconds=at_s)
+        ends = None if ends_s is None else START + dt.timedelta(seconds=ends_s)
+        return (
+            inc,
+            at,
+            ends,
+            kind,
+            lane,
+            title,
+            "",
+            json.dumps(attrs),
+            f"{kind}{serial}",
+            _fp(10**9 + serial),
+        )
+
+    with transaction.atomic(), connection.cursor() as cur:
+        with cur.cursor.copy(f"COPY timeline_event ({', '.join(cols)}) FROM STDIN") as copy:
+            for i in range(n_requests):
+                at = rng.uniform(0, span_s - 60)
+                ends = None if at >= wedge_at_s else at + rng.uniform(2, 50)
+                rid = f"{i:032x}"
+                copy.write_row(
+                    row(at, ends, "request", "requests", f"request {rid[:8]}", {"rid": rid})
+                )
+            for i in range(n_harness):
+                at = i * (span_s / n_harness)
+                attrs = {
+                    "suite": "dsv4-stability",
+                    "case": f"case_{i % 40}",
+                    "status": "pass",
+                    "score": 0.9,
+                }
+                copy.write_row(row(at, None, "harness_run", "harness", "harness pass", attrs))
+            for i in range(n_spans):
+                copy.write_row(row(i * 300, i * 300 + 300, "log_span", "server", "server log", {}))
+            for _ in range(n_errors):
+                at = rng.uniform(0, span_s)
+                copy.write_row(row(at, None, "log_error", "server", "warning: slow batch", {}))
+        cur.execute("ANALYZE timeline_event")
+    return len(changes) + n_requests + n_harness + n_spans + n_errors
+
+
+def load_inputs_orm(incident: object) -> object:
+    """The slice's original load_inputs: ORM rows, then a fetchall and a datetime per sample
+    for each series. The baseline, and the reference the new loader must match exactly."""
+    from django.db import connection
+
+    from timeline.analysis import ENGINE_SERIES
+    from timeline.correlation.types import (
+        Change,
+        HarnessRun,
+        Inputs,
+        LogSpan,
+        Marks,
+        Params,
+        Request,
+        Series,
+    )
+    from timeline.models import ConfigChange, Event
+
+    changes = tuple(
+        Change(
+            ref=c.event_id,
+            key=c.key,
+            old=c.old_value,
+            new=c.new_value,
+            at=c.event.at,
+            scope=c.scope,
+            sources=(f"{c.source}:{c.ref}",),
+        )
+        for c in ConfigChange.objects.filter(incident=incident)
+        .select_related("event")
+        .order_by("event__at", "event_id")
+    )
+    requests = tuple(
+        Request(ref=pk, rid=str((attrs or {}).get("rid", key)), received_at=at, finished_at=ends)
+        for pk, at, ends, attrs, key in Event.objects.filter(incident=incident, kind="request")
+        .order_by("at")
+        .values_list("id", "at", "ends_at", "attrs", "key")
+    )
+    spans = tuple(
+        LogSpan(ref=pk, start=at, end=ends or at)
+        for pk, at, ends in Event.objects.filter(incident=incident, kind="log_span").values_list(
+            "id", "at", "ends_at"
+        )
+    )
+    harness = tuple(
+        HarnessRun(
+            ref=pk,
+            at=at,
+            suite=str(attrs.get("suite", "")),
+            case=str(attrs.get("case", "")),
+            status=str(attrs.get("status", "")),
+            score=attrs.get("score") if isinstance(attrs.get("score"), int | float) else None,
+        )
+        for pk, at, attrs in Event.objects.filter(incident=incident, kind="harness_run")
+        .order_by("at")
+        .values_list("id", "at", "attrs")
+    )
+    series = []
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT id, name, labels FROM timeline_series WHERE incident_id = %s AND name = ANY(%s)"
+            " ORDER BY name, id",
+            [incident.pk, list(ENGINE_SERIES)],  # type: ignore[attr-defined]
+        )
+        for series_id, name, labels in cur.fetchall():
+            cur.execute(
+                "SELECT EXTRACT(EPOCH FROM ts)::float8, value FROM timeline_sample "
+                "WHERE series_id = %s ORDER BY ts",
+                [series_id],
+            )
+            arr = np.asarray(cur.fetchall(), dtype=np.float64)
+            if isinstance(labels, str):
+                labels = json.loads(labels)
+            series.append(
+                Series(
+                    name=name,
+                    labels=tuple(sorted((str(k), str(v)) for k, v in (labels or {}).items())),
+                    ts=tuple(dt.datetime.fromtimestamp(t, tz=dt.UTC) for t in arr[:, 0].tolist()),
+                    values=tuple(arr[:, 1].tolist()),
+                )
+            )
+    return Inputs(
+        changes=changes,
+        requests=requests,
+        log_spans=spans,
+        series=tuple(series),
+        harness=harness,
+        marks=Marks(last_good=incident.last_good_at, first_bad=incident.first_bad_at),  # type: ignore[attr-defined]
+        params=Params(),
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scrapes", type=int, default=25_000)
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--time-limit", type=int, default=600)
+    args = parser.parse_args()
+    _common.setup("correlate", time_limit=args.time_limit)
+
+    from timeline import analysis
+    from timeline.correlation import engine
+    from timeline.models import Finding, Incident, Sample
+
+    _, _, incident = _common.team_user_incident("correlate-bench")
+    wedge_at_s = int(args.scrapes * 0.85)
+    print("loading")
+    with _common.timed("COPY samples"):
+        n_samples = _common.load_fleet_metrics(incident, args.scrapes, wedge_at_s)
+    with _common.timed("COPY events"):
+        n_events = load_events(incident, args.events, args.scrapes, wedge_at_s)
+    assert Sample.objects.count() == n_samples
+    print(f"  {n_events:,} events, {n_samples:,} samples")
+
+    print(f"\ntimings (best of {args.repeat})")
+    incident = Incident.objects.get(pk=incident.pk)
+    inputs = analysis.load_inputs(incident)
+    n_engine = sum(len(s.ts) for s in inputs.series)
+    t_load = _common.best_of(lambda: analysis.load_inputs(incident), args.repeat)
+    t_series = _common.best_of(lambda: analysis._load_series(incident), args.repeat)
+    started = time.perf_counter()
+    old = load_inputs_orm(incident)
+    t_baseline = time.perf_counter() - started
+    t_engine = _common.best_of(lambda: engine.analyze(inputs), args.repeat)
+    # The new loader gives exactly the Inputs of the original one.
+    assert old == inputs, "load_inputs differs from the original loader"
+    runs = []
+    for _ in range(args.repeat):
+        Incident.objects.filter(pk=incident.pk).update(
+            analysis_version=incident.analysis_version + 1 + len(runs)
+        )
+        started = time.perf_counter()
+        result = analysis.analysis_run(incident_id=incident.pk)
+        runs.append(time.perf_counter() - started)
+    t_run = min(runs)
+    assert result is not None and result.status == "done", result
+    suspects = list(Finding.objects.filter(analysis=result, kind="suspect").order_by("rank")[:3])
+    print(f"  load_inputs                                  {t_load:8.3f} s")
+    print(
+        f"    of which _load_series ({len(inputs.series)} series, {n_engine:,} samples) "
+        f"{t_series:6.3f} s"
+    )
+    print(f"  baseline: the original ORM/fetchall loader   {t_baseline:8.3f} s (same Inputs)")
+    print(f"  engine.analyze                               {t_engine:8.3f} s")
+    print(f"  analysis_run end to end                      {t_run:8.3f} s")
+    n_findings = Finding.objects.filter(analysis=result).count()
+    print(
+        f"    of which storing {n_findings:,} findings + result JSON (rest) "
+        f"{t_run - t_load - t_engine:6.3f} s"
+    )
+    print(f"  first suspect: {suspects[0].title if suspects else '(none)'}")
+    assert suspects and CTAS in suspects[0].title, [s.title for s in suspects]
+    print("\nsummary")
+    print(f"  RATIO load_inputs speed-up over the original loader {t_baseline / t_load:.1f}x")
+    print(
+        f"  breakdown: load_inputs {t_load:.2f} s + engine {t_engine:.2f} s; "
+        f"analysis_run {t_run:.2f} s (target < 2 s: {'met' if t_run < 2 else 'MISSED'})"
+    )
+
+
+if __name__ == "__main__":
+    main()

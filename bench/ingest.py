@@ -1,0 +1,285 @@
+"""Issue 3: Prometheus exposition ingest.
+
+(a) parse throughput of ingest.parsers.prometheus.parse_exposition against
+    prometheus_client.parser.text_string_to_metric_families on the same text (same samples);
+(b) the full ingest (register + artifact_ingest: parse, binary COPY, commit) against
+    ``psql \\copy`` of the same rows as CSV into an identically indexed table.
+
+    .venv/bin/python bench/ingest.py [--series 200] [--scrapes 25000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# Run as a script, sys.path[0] is bench/, where this file would shadow the ingest package.
+sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from bench import _common  # noqa: E402
+
+SGLANG = (
+    ("sglang:num_running_reqs", "The number of running requests.", "gauge"),
+    ("sglang:num_queue_reqs", "The number of requests in the waiting queue.", "gauge"),
+    ("sglang:gen_throughput", "The generation throughput (token/s).", "gauge"),
+    ("sglang:token_usage", "The token usage.", "gauge"),
+    ("sglang:cache_hit_rate", "The prefix cache hit rate.", "gauge"),
+    ("sglang:num_used_tokens", "The number of used tokens.", "gauge"),
+    (
+        "sglang:spec_accept_length",
+        "The average acceptance length of speculative decoding.",
+        "gauge",
+    ),
+    ("sglang:utilization", "The utilization.", "gauge"),
+    ("sglang:prompt_tokens_total", "Number of prefill tokens processed.", "counter"),
+)
+DCGM = (
+    ("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", "gauge"),
+    ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", "gauge"),
+)
+GPUS_PER_NODE = 8
+START_MS = 1_795_564_800_000  # 2026-11-25T00:00:00Z
+
+
+def series_plan(n_series: int) -> list[tuple[int, str, str]]:
+    """(family index, series text, value kind) for ``n_series`` series over as many nodes as
+    needed: per node the SGLang gauges, then DCGM per GPU."""
+    rng = random.Random(3)
+    families = SGLANG + DCGM
+    plan: list[tuple[int, str, str]] = []
+    node = 0
+    while len(plan) < n_series:
+        host = f"dsv4-node-{node}"
+        for fi, (name, _, _) in enumerate(SGLANG):
+            labels = f'model_name="deepseek-ai/DeepSeek-V4",instance="{host}:30000"'
+            plan.append((fi, f"{name}{{{labels}}}", name))
+        for g in range(GPUS_PER_NODE):
+            uuid = f"GPU-{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x}"
+            for di, (name, _, _) in enumerate(DCGM):
+                labels = f'gpu="{g}",UUID="{uuid}",Hostname="{host}",modelName="RTX PRO 6000"'
+                plan.append((len(SGLANG) + di, f"{name}{{{labels}}}", name))
+        node += 1
+    plan = plan[:n_series]
+    # Lines of one family stay together in a scrape, as an exporter writes them.
+    plan.sort(key=lambda p: p[0])
+    assert len({p[1] for p in plan}) == len(plan)
+    del families
+    return plan
+
+
+def generate(path: Path, n_series: int, n_scrapes: int) -> int:
+    """Write ``n_scrapes`` concatenated scrapes (1 s apart, ms timestamps); returns samples."""
+    rng = random.Random(7)
+    families = SGLANG + DCGM
+    plan = series_plan(n_series)
+    by_family: dict[int, list[tuple[str, str]]] = {}
+    for fi, text, name in plan:
+        by_family.setdefault(fi, []).append((text, name))
+    headers = {
+        fi: "# HELP {0} {1}\n# TYPE {0} {2}\n".format(*families[fi])  # noqa: UP030
+        for fi in by_family
+    }
+    # Values: a few shapes per metric, varied per series and scrape; integers where real.
+    level = [rng.uniform(0.2, 1.0) for _ in plan]
+    with open(path, "w", buffering=1 << 22) as out:
+        for i in range(n_scrapes):
+            ts = START_MS + i * 1000 + rng.randrange(0, 40)
+            wave = (i % 600) / 600.0
+            parts = []
+            k = 0
+            for fi, members in by_family.items():
+                parts.append(headers[fi])
+                for text, name in members:
+                    x = level[k] * (0.5 + wave)
+                    k += 1
+                    if name.endswith(("_reqs", "_tokens", "FB_USED", "GPU_UTIL")):
+                        value = str(int(x * 100))
+                    elif name.endswith("_total"):
+                        value = str(i * 4096 + k)
+                    else:
+                        value = repr(round(x * 1000, 3))
+                    parts.append(f"{text} {value} {ts}\n")
+            out.write("".join(parts))
+    return n_series * n_scrapes
+
+
+def bench_parse(data: bytes, expected: int) -> dict[str, float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from ingest.parsers.prometheus import parse_exposition
+    from ingest.parsers.types import ParseContext
+
+    print("\n(a) parse throughput")
+    times: dict[str, float] = {}
+    ctx = ParseContext(name="bench.prom")
+    result = None
+    best = float("inf")
+    for _ in range(2):
+        result = None
+        gc.collect()
+        started = time.perf_counter()
+        result = parse_exposition(data, ctx)
+        best = min(best, time.perf_counter() - started)
+    assert result is not None
+    times["ours"] = best
+    ours_n = sum(len(b.ts_ms) for b in result.samples)
+    print(
+        f"  parse_exposition (best of 2)                 {best:8.3f} s  {ours_n / best:>12,.0f}/s"
+    )
+
+    text = data.decode()
+    started = time.perf_counter()
+    theirs = []
+    for family in text_string_to_metric_families(text):
+        theirs.extend(family.samples)
+    times["prometheus_client"] = time.perf_counter() - started
+    del text
+    print(
+        f"  prometheus_client text_string_to_metric_families {times['prometheus_client']:8.3f} s"
+        f"  {len(theirs) / times['prometheus_client']:>12,.0f}/s"
+    )
+
+    # The same samples: the same count per series, and spot checks of (time, value).
+    assert ours_n == len(theirs) == expected, (ours_n, len(theirs), expected)
+    blocks = {(b.key.name, b.key.labels): b for b in result.samples}
+    counts: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+    for s in theirs:
+        key = (s.name, tuple(sorted(s.labels.items())))
+        counts[key] = counts.get(key, 0) + 1
+    assert counts == {k: len(b.ts_ms) for k, b in blocks.items()}, "per-series counts differ"
+    rng = random.Random(11)
+    checked = 0
+    position: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+    picks = set(rng.sample(range(len(theirs)), 2000))
+    for i, s in enumerate(theirs):
+        key = (s.name, tuple(sorted(s.labels.items())))
+        j = position.get(key, 0)
+        position[key] = j + 1
+        if i in picks:
+            block = blocks[key]
+            assert block.ts_ms[j] == round(s.timestamp * 1000), (key, j)
+            assert block.values[j] == s.value, (key, j, block.values[j], s.value)
+            checked += 1
+    print(f"  identical: {ours_n:,} samples in {len(blocks)} series, {checked} spot checks")
+    ratio = times["prometheus_client"] / times["ours"]
+    print(f"  RATIO parse speed-up {ratio:.1f}x (target >= 15x)")
+    times["ratio"] = ratio
+    return times
+
+
+def bench_load(path: Path, data: bytes, url: str) -> dict[str, float]:
+    import numpy as np
+    from django.db import connection
+
+    from ingest import services
+    from timeline.choices import RunStatus
+    from timeline.models import Sample, Series
+
+    print("\n(b) full ingest vs psql \\copy")
+    _, _, incident = _common.team_user_incident("ingest-bench")
+    times: dict[str, float] = {}
+    with connection.cursor() as cur:
+        cur.execute("CHECKPOINT")
+    started = time.perf_counter()
+    artifact, created = services.artifact_register_bytes(
+        incident=incident, name="scrapes.prom", data=data
+    )
+    registered = time.perf_counter() - started
+    assert created and artifact.kind == "prometheus_text", artifact.kind
+    done = services.artifact_ingest(artifact_id=artifact.pk)
+    times["ingest"] = time.perf_counter() - started
+    assert done.status == RunStatus.DONE, done.error
+    print(
+        f"  ingest: register {registered:.3f} s, parse {done.counts['parse_seconds']:.3f} s, "
+        f"total {times['ingest']:.3f} s"
+    )
+    n = Sample.objects.count()
+    print(f"  ingested {n:,} samples into {Series.objects.count()} series")
+
+    # The same rows as CSV, in the order the loader writes them (series by series).
+    csv_path = path.with_suffix(".csv")
+    with connection.cursor() as cur, open(csv_path, "w", buffering=1 << 22) as out:
+        for (series_id,) in Series.objects.order_by("id").values_list("id"):
+            cur.execute(
+                "SELECT (EXTRACT(EPOCH FROM ts) * 1000)::int8, value FROM timeline_sample "
+                "WHERE series_id = %s ORDER BY ts",
+                [series_id],
+            )
+            rows = np.asarray(cur.fetchall())
+            stamps = np.datetime_as_string(rows[:, 0].astype("datetime64[ms]"), unit="ms")
+            out.writelines(
+                f"{series_id},{s}Z,{v!r}\n"
+                for s, v in zip(stamps.tolist(), rows[:, 1].tolist(), strict=True)
+            )
+        cur.execute("CREATE TABLE bench_sample_copy (LIKE timeline_sample INCLUDING ALL)")
+        cur.execute("CHECKPOINT")
+    started = time.perf_counter()
+    subprocess.run(
+        [
+            "psql",
+            url,
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-qc",
+            f"\\copy bench_sample_copy (series_id, ts, value) FROM '{csv_path}' WITH (FORMAT csv)",
+        ],
+        check=True,
+    )
+    times["copy"] = time.perf_counter() - started
+    with connection.cursor() as cur:
+        cur.execute("SELECT count(*) FROM bench_sample_copy")
+        copied = cur.fetchone()[0]
+        cur.execute(
+            "SELECT count(*) FROM (SELECT series_id, ts, value FROM bench_sample_copy EXCEPT "
+            "SELECT series_id, ts, value FROM timeline_sample) d"
+        )
+        differ = cur.fetchone()[0]
+    assert copied == n and differ == 0, (copied, n, differ)
+    csv_path.unlink()
+    print(f"  psql \\copy CSV ({copied:,} rows, same indexes)    {times['copy']:8.3f} s")
+    ratio = times["ingest"] / times["copy"]
+    print(f"  RATIO ingest / \\copy {ratio:.2f} (target <= 1.0)")
+    times["ratio"] = ratio
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--series", type=int, default=200)
+    parser.add_argument("--scrapes", type=int, default=25_000)
+    parser.add_argument("--time-limit", type=int, default=900)
+    args = parser.parse_args()
+    os.environ.setdefault("UPLOAD_MAX_BYTES", str(4 << 30))
+    url = _common.setup("ingest", time_limit=args.time_limit)
+    with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
+        path = Path(tmp) / "scrapes.prom"
+        started = time.perf_counter()
+        expected = generate(path, args.series, args.scrapes)
+        data = path.read_bytes()
+        print(
+            f"generated {expected:,} samples ({args.series} series x {args.scrapes} scrapes), "
+            f"{len(data) / 2**20:.0f} MiB in {time.perf_counter() - started:.1f}s"
+        )
+        parse = bench_parse(data, expected)
+        load = bench_load(path, data, url)
+    print("\nsummary")
+    print(
+        f"  parse: ours {parse['ours']:.2f} s vs prometheus_client "
+        f"{parse['prometheus_client']:.2f} s"
+        f" -> {parse['ratio']:.1f}x (target >= 15x)"
+    )
+    print(
+        f"  load:  ingest {load['ingest']:.2f} s vs psql \\copy {load['copy']:.2f} s"
+        f" -> {load['ratio']:.2f} (target <= 1.0)"
+    )
+
+
+if __name__ == "__main__":
+    main()
