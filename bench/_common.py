@@ -160,6 +160,7 @@ def copy_samples(rows_by_series: list[tuple[int, np.ndarray, np.ndarray]]) -> in
     from django.db import connection, transaction
 
     from ingest.loaders import copy_payload
+    from timeline.rollups import rollups_write
 
     header = b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8
     total = 0
@@ -172,7 +173,16 @@ def copy_samples(rows_by_series: list[tuple[int, np.ndarray, np.ndarray]]) -> in
                 copy.write(copy_payload(series_id, ts, values))
                 total += len(ts)
             copy.write(b"\xff\xff")
+        # What the loader does after its COPY: the per-minute rollups, and each series' range.
+        rollups_write(rows_by_series)
+        for series_id, ts, _ in rows_by_series:
+            cur.execute(
+                "UPDATE timeline_series SET first_ts = to_timestamp(%s / 1000.0), "
+                "last_ts = to_timestamp(%s / 1000.0) WHERE id = %s",
+                [int(ts.min()), int(ts.max()), series_id],
+            )
         cur.execute("ANALYZE timeline_sample")
+        cur.execute("ANALYZE timeline_samplerollup")
     return total
 
 

@@ -21,6 +21,7 @@ from ingest.parsers.types import (
     SampleBlock,
 )
 from timeline.models import Artifact, ConfigChange, Event, Incident, Series
+from timeline.rollups import rollups_rebuild, rollups_write
 
 EVENT_BATCH = 2000
 PG_EPOCH_MS = 946_684_800_000  # 2000-01-01T00:00:00Z, the zero of Postgres binary timestamps
@@ -192,6 +193,10 @@ def load_samples(
         # Rows for some of these times exist already (an overlapping export of the same
         # series): load through a staging table and keep the values already stored.
         written = _copy_merging(columns)
+        # Some samples were already stored: recount those series' rollups from the table.
+        rollups_rebuild([sid for sid, _, _ in columns])
+    else:
+        rollups_write(columns)
     _update_series_stats(columns, written)
     return sum(written.values())
 

@@ -285,9 +285,15 @@ def _event_id(refs: tuple[int, ...] | int | None) -> int | None:
     return refs[0] if refs else None
 
 
+MAX_SYMPTOM_FINDINGS = 500
+
+
 def _findings(analysis: Analysis, result: Result) -> list[Finding]:
     rows: list[Finding] = []
     first_symptom = result.symptoms[0] if result.symptoms else None
+    counts: dict[str, int] = {}
+    for sym in result.symptoms:
+        counts[sym.kind] = counts.get(sym.kind, 0) + 1
     rows.append(
         Finding(
             analysis=analysis,
@@ -298,6 +304,10 @@ def _findings(analysis: Analysis, result: Result) -> list[Finding]:
             event_id=_event_id(first_symptom.refs)
             if first_symptom and result.first_bad and first_symptom.at == result.first_bad
             else None,
+            data={
+                "symptom_counts": dict(sorted(counts.items())),
+                "symptoms_total": len(result.symptoms),
+            },
         )
     )
     rows.append(
@@ -342,7 +352,9 @@ def _findings(analysis: Analysis, result: Result) -> list[Finding]:
                 data={"key": e.change.key, "old": e.change.old, "new": e.change.new},
             )
         )
-    for rank, sym in enumerate(result.symptoms, start=1):
+    # A long incident can hold thousands of symptoms; the first ones are findings of their own,
+    # the rest are counted on the first-bad finding (writing each one costs more than the run).
+    for rank, sym in enumerate(result.symptoms[:MAX_SYMPTOM_FINDINGS], start=1):
         rows.append(
             Finding(
                 analysis=analysis,

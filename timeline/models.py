@@ -211,6 +211,28 @@ class Sample(models.Model):
         return f"{self.series_id}@{self.ts:%Y-%m-%dT%H:%M:%S}={self.value}"
 
 
+class SampleRollup(models.Model):
+    """Per-minute min and max of a series (with the times they occurred), written at ingest.
+
+    A whole-day view of a 1 s series reads 1,440 of these instead of 86,400 samples; zoomed
+    windows that fit read the samples themselves (timeline.selectors.series_downsampled)."""
+
+    pk = models.CompositePrimaryKey("series_id", "bucket")
+    # No database FK, as for Sample: removed with their series by timeline.signals.
+    series = models.ForeignKey(
+        Series, on_delete=models.DO_NOTHING, db_index=False, db_constraint=False
+    )
+    bucket = models.DateTimeField()  # start of the minute
+    t_min = models.DateTimeField()
+    v_min = models.FloatField()
+    t_max = models.DateTimeField()
+    v_max = models.FloatField()
+    n = models.IntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.series_id}@{self.bucket:%Y-%m-%dT%H:%M}"
+
+
 class Analysis(models.Model):
     """One correlation run of an incident. Only the newest finished run is shown."""
 

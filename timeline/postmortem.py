@@ -224,6 +224,12 @@ def document(incident: Incident) -> dict[str, Any]:
     for s in symptoms:
         kind = str((s.data or {}).get("kind") or "symptom")
         symptom_kinds[kind] = symptom_kinds.get(kind, 0) + 1
+    symptoms_total = len(symptoms)
+    first_bad_finding = (by_kind.get(FindingKind.FIRST_BAD) or [None])[0]
+    if first_bad_finding is not None and (first_bad_finding.data or {}).get("symptom_counts"):
+        # The analysis stores only the first symptoms as findings; it counts all of them here.
+        symptom_kinds = dict(first_bad_finding.data["symptom_counts"])
+        symptoms_total = int(first_bad_finding.data.get("symptoms_total", symptoms_total))
 
     key_events: list[dict[str, Any]] = []
     if last_good:
@@ -288,7 +294,7 @@ def document(incident: Incident) -> dict[str, Any]:
             },
         },
         "key_events": key_events,
-        "symptoms_total": len(symptoms),
+        "symptoms_total": symptoms_total,
         "root_cause": [
             {**_hypothesis(h), "changes": _change_of(h, suspects_by_event, changes_by_event)}
             for h in confirmed

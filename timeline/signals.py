@@ -1,4 +1,5 @@
-"""Samples have no database FK (COPY speed): delete them in SQL before their series go."""
+"""Samples and their rollups have no database FK (COPY speed): delete them in SQL before
+their series go."""
 
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ def delete_incident_samples(sender: type, instance: Incident, **kwargs: Any) -> 
             "(SELECT id FROM timeline_series WHERE incident_id = %s)",
             [instance.pk],
         )
+        cur.execute(
+            "DELETE FROM timeline_samplerollup WHERE series_id IN "
+            "(SELECT id FROM timeline_series WHERE incident_id = %s)",
+            [instance.pk],
+        )
 
 
 @receiver(pre_delete, sender=Artifact)
@@ -26,6 +32,11 @@ def delete_artifact_samples(sender: type, instance: Artifact, **kwargs: Any) -> 
     with connection.cursor() as cur:
         cur.execute(
             "DELETE FROM timeline_sample WHERE series_id IN "
+            "(SELECT id FROM timeline_series WHERE artifact_id = %s)",
+            [instance.pk],
+        )
+        cur.execute(
+            "DELETE FROM timeline_samplerollup WHERE series_id IN "
             "(SELECT id FROM timeline_series WHERE artifact_id = %s)",
             [instance.pk],
         )

@@ -1,0 +1,157 @@
+"""Per-minute rollups of metric series: min and max with the times they occurred, and a count.
+
+Computed with numpy from the arrays the loader already holds (no second scan of the samples)
+and written by binary COPY; overlapping loads merge in SQL. Reads serve whole-incident views of
+big series (timeline.selectors).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from django.db import IntegrityError, connection, transaction
+
+BUCKET_MS = 60_000
+PG_EPOCH_MS = 946_684_800_000  # 2000-01-01T00:00:00Z, the zero of Postgres binary timestamps
+
+_ROW = np.dtype(
+    [
+        ("nfields", ">i2"),
+        ("l_series", ">i4"), ("series", ">i8"),
+        ("l_bucket", ">i4"), ("bucket", ">i8"),
+        ("l_tmin", ">i4"), ("t_min", ">i8"),
+        ("l_vmin", ">i4"), ("v_min", ">f8"),
+        ("l_tmax", ">i4"), ("t_max", ">i8"),
+        ("l_vmax", ">i4"), ("v_max", ">f8"),
+        ("l_n", ">i4"), ("n", ">i4"),
+    ]
+)  # fmt: skip
+_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
+_TRAILER = b"\xff\xff"
+_COLUMNS = "(series_id, bucket, t_min, v_min, t_max, v_max, n)"
+
+
+def rollup(
+    ts_ms: np.ndarray, values: np.ndarray, width_ms: int = BUCKET_MS
+) -> dict[str, np.ndarray]:
+    """Buckets of one series: start, time and value of the min and of the max, sample count.
+
+    NaN is ignored for min and max (a bucket of only NaN keeps NaN at the bucket's first time)."""
+    if len(ts_ms) == 0:
+        empty = np.empty(0, dtype=np.int64)
+        return {
+            "bucket": empty,
+            "t_min": empty,
+            "v_min": np.empty(0),
+            "t_max": empty,
+            "v_max": np.empty(0),
+            "n": empty,
+        }
+    if len(ts_ms) > 1 and not (ts_ms[1:] >= ts_ms[:-1]).all():
+        order = np.argsort(ts_ms, kind="stable")
+        ts_ms, values = ts_ms[order], values[order]
+    buckets = ts_ms // width_ms
+    starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])
+    counts = np.diff(np.r_[starts, len(buckets)])
+    group = np.repeat(np.arange(len(starts)), counts)
+    v_min = np.fmin.reduceat(values, starts)
+    v_max = np.fmax.reduceat(values, starts)
+
+    def first_where(mask: np.ndarray) -> np.ndarray:
+        idx = np.flatnonzero(mask)
+        found, first = np.unique(group[idx], return_index=True)
+        out = starts.copy()
+        out[found] = idx[first]
+        return out
+
+    i_min = first_where(values == v_min[group])
+    i_max = first_where(values == v_max[group])
+    return {
+        "bucket": buckets[starts] * width_ms,
+        "t_min": ts_ms[i_min],
+        "v_min": v_min,
+        "t_max": ts_ms[i_max],
+        "v_max": v_max,
+        "n": counts,
+    }
+
+
+def _payload(series_id: int, r: dict[str, np.ndarray]) -> bytes:
+    rows = np.empty(len(r["bucket"]), dtype=_ROW)
+    rows["nfields"] = 7
+    for length in ("l_series", "l_bucket", "l_tmin", "l_vmin", "l_tmax", "l_vmax"):
+        rows[length] = 8
+    rows["l_n"] = 4
+    rows["series"] = series_id
+    rows["bucket"] = (r["bucket"] - PG_EPOCH_MS) * 1000
+    rows["t_min"] = (r["t_min"] - PG_EPOCH_MS) * 1000
+    rows["v_min"] = r["v_min"]
+    rows["t_max"] = (r["t_max"] - PG_EPOCH_MS) * 1000
+    rows["v_max"] = r["v_max"]
+    rows["n"] = r["n"]
+    return rows.tobytes()
+
+
+def _copy(table: str, parts: Sequence[bytes]) -> None:
+    sql = f"COPY {table} {_COLUMNS} FROM STDIN (FORMAT BINARY)"
+    with connection.cursor() as cur, connection.wrap_database_errors, cur.cursor.copy(sql) as copy:
+        copy.write(_HEADER)
+        for part in parts:
+            copy.write(part)
+        copy.write(_TRAILER)
+
+
+def rollups_write(columns: Sequence[tuple[int, np.ndarray, np.ndarray]]) -> int:
+    """Roll up freshly loaded samples of each series and store them; returns buckets written.
+
+    Straight COPY when the buckets are new; when another load already covered some of them,
+    merge: min of mins, max of maxes (with their times), counts added."""
+    parts = [_payload(sid, rollup(ts, values)) for sid, ts, values in columns if len(ts)]
+    if not parts:
+        return 0
+    try:
+        with transaction.atomic():
+            _copy("timeline_samplerollup", parts)
+    except IntegrityError:
+        with connection.cursor() as cur:
+            cur.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS rollup_staging "
+                "(LIKE timeline_samplerollup INCLUDING DEFAULTS) ON COMMIT DROP"
+            )
+            cur.execute("TRUNCATE rollup_staging")
+        _copy("rollup_staging", parts)
+        with connection.cursor() as cur:
+            cur.execute(
+                # _COLUMNS is a constant of this module; values travel as parameters or COPY.
+                f"INSERT INTO timeline_samplerollup AS r {_COLUMNS} "  # noqa: S608
+                f"SELECT {_COLUMNS[1:-1]} FROM rollup_staging "
+                "ON CONFLICT (series_id, bucket) DO UPDATE SET "
+                "t_min = CASE WHEN EXCLUDED.v_min < r.v_min THEN EXCLUDED.t_min ELSE r.t_min END, "
+                "v_min = LEAST(r.v_min, EXCLUDED.v_min), "
+                "t_max = CASE WHEN EXCLUDED.v_max > r.v_max THEN EXCLUDED.t_max ELSE r.t_max END, "
+                "v_max = GREATEST(r.v_max, EXCLUDED.v_max), "
+                "n = r.n + EXCLUDED.n"
+            )
+    return sum(len(p) // _ROW.itemsize for p in parts)
+
+
+def rollups_rebuild(series_ids: Sequence[int]) -> None:
+    """Recompute the rollups of these series from their samples (for samples loaded outside
+    the loader, e.g. a raw COPY)."""
+    ids = list(series_ids)
+    with connection.cursor() as cur:
+        cur.execute("DELETE FROM timeline_samplerollup WHERE series_id = ANY(%s)", [ids])
+        cur.execute(
+            f"INSERT INTO timeline_samplerollup {_COLUMNS} "  # noqa: S608
+            "SELECT series_id, b, "
+            "(array_agg(ts ORDER BY value ASC NULLS LAST, ts))[1], "
+            "COALESCE(min(value), 'NaN'::float8), "
+            "(array_agg(ts ORDER BY value DESC NULLS LAST, ts))[1], "
+            "COALESCE(max(value), 'NaN'::float8), count(*) "
+            "FROM (SELECT series_id, ts, "
+            "CASE WHEN value = 'NaN' THEN NULL ELSE value END AS value, "
+            "date_bin('1 minute', ts, TIMESTAMPTZ '2000-01-01') AS b "
+            "FROM timeline_sample WHERE series_id = ANY(%s)) s GROUP BY series_id, b",
+            [ids],
+        )
