@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io.json as pio_json
 from plotly.subplots import make_subplots
 
 # Lanes from top to bottom, with their colours.
@@ -59,11 +60,12 @@ class TimelineData:
     x_range: tuple[dt.datetime, dt.datetime] | None = None
 
 
-def _ms_to_dt(ts_ms: np.ndarray) -> np.ndarray:
-    return ts_ms.astype("datetime64[ms]")
+def figure_json(fig: dict[str, Any]) -> str:
+    """JSON for Plotly.js; numpy arrays go out as plain numbers (orjson when installed)."""
+    return str(pio_json.to_json_plotly(fig))
 
 
-def timeline_figure(data: TimelineData) -> go.Figure:
+def timeline_figure(data: TimelineData) -> dict[str, Any]:
     """Lanes of events on top, metric panels below, one shared time axis; markers for last known
     good and first bad, and the suspect window between them shaded on every panel."""
     rows = 1 + len(data.panels)
@@ -109,21 +111,7 @@ def timeline_figure(data: TimelineData) -> go.Figure:
         categoryorder="array",
         categoryarray=[LANE_LABEL[k] for k in reversed(used_lanes)],
     )
-    for i, panel in enumerate(data.panels, start=2):
-        for trace in panel.traces:
-            fig.add_trace(
-                go.Scattergl(
-                    x=_ms_to_dt(trace.ts_ms),
-                    y=trace.values,
-                    mode="lines",
-                    name=trace.name,
-                    line={"width": 1.3},
-                    hovertemplate="%{x|%H:%M:%S} %{y:.3g}<extra>" + trace.name + "</extra>",
-                    showlegend=False,
-                ),
-                row=i,
-                col=1,
-            )
+    for i in range(2, rows + 1):
         fig.update_yaxes(row=i, col=1, fixedrange=True, rangemode="tozero")
     shapes: list[dict[str, Any]] = []
     if data.last_good and data.first_bad and data.last_good < data.first_bad:
@@ -175,7 +163,29 @@ def timeline_figure(data: TimelineData) -> go.Figure:
     if data.x_range:
         fig.update_xaxes(range=list(data.x_range))
     fig.update_xaxes(showticklabels=True, row=rows, col=1)
-    return fig
+    # Metric traces go in as plain dicts: validating 100k-point arrays through plotly's
+    # objects cost more than the rest of the request. x is epoch ms on date axes.
+    out: dict[str, Any] = fig.to_plotly_json()
+    for i, panel in enumerate(data.panels, start=2):
+        for trace in panel.traces:
+            out["data"].append(
+                {
+                    "type": "scattergl",
+                    "x": trace.ts_ms,
+                    "y": trace.values,
+                    "xaxis": f"x{i}",
+                    "yaxis": f"y{i}",
+                    "mode": "lines",
+                    "name": trace.name,
+                    "line": {"width": 1.3},
+                    "hovertemplate": "%{x|%H:%M:%S} %{y:.3g}<extra>" + trace.name + "</extra>",
+                    "showlegend": False,
+                }
+            )
+    for key, axis in out["layout"].items():
+        if key.startswith("xaxis"):
+            axis["type"] = "date"
+    return out
 
 
 def _band(start: dt.datetime, end: dt.datetime, colour: str) -> dict[str, Any]:

@@ -554,7 +554,7 @@ def figure(incident: Incident, doc: dict[str, Any]) -> str:
             symptom_spans=spans,
         )
     )
-    return str(fig.to_json())
+    return charts.figure_json(fig)
 
 
 def to_html(doc: dict[str, Any], figure_json: str) -> str:

@@ -5,23 +5,40 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('timeline', '0002_collaboration'),
+        ("timeline", "0002_collaboration"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='SampleRollup',
+            name="SampleRollup",
             fields=[
-                ('pk', models.CompositePrimaryKey('series_id', 'bucket', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('bucket', models.DateTimeField()),
-                ('t_min', models.DateTimeField()),
-                ('v_min', models.FloatField()),
-                ('t_max', models.DateTimeField()),
-                ('v_max', models.FloatField()),
-                ('n', models.IntegerField()),
-                ('series', models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, to='timeline.series')),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "series_id",
+                        "bucket",
+                        blank=True,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("bucket", models.DateTimeField()),
+                ("t_min", models.DateTimeField()),
+                ("v_min", models.FloatField()),
+                ("t_max", models.DateTimeField()),
+                ("v_max", models.FloatField()),
+                ("n", models.IntegerField()),
+                (
+                    "series",
+                    models.ForeignKey(
+                        db_constraint=False,
+                        db_index=False,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        to="timeline.series",
+                    ),
+                ),
             ],
         ),
     ]

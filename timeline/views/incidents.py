@@ -180,7 +180,7 @@ def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
             x_range=(start, end) if start and end else None,
         )
     )
-    body = fig.to_json()
+    body = charts.figure_json(fig)
     meta = json.dumps(
         {"points": {f"{p.name}{_trace_name(p.labels)}": [len(p.ts), p.total] for p in points}}
     )
