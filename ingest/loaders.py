@@ -39,8 +39,8 @@ _COPY_ROW = np.dtype(
         ("value", ">f8"),
     ]
 )
-_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"
-_COPY_TRAILER = b"\xff\xff"
+COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"
+COPY_TRAILER = b"\xff\xff"
 
 
 def fingerprint(kind: str, key: str) -> str:
@@ -180,7 +180,7 @@ def load_samples(
     blocks = [b for b in blocks if len(b.ts_ms)]
     if not blocks:
         return 0
-    series_ids = _series_ids(incident, artifact, blocks)
+    series_ids = series_ids_for(incident, artifact, blocks)
     columns = [
         (sid, np.frombuffer(b.ts_ms, dtype=np.int64), np.frombuffer(b.values, dtype=np.float64))
         for sid, b in zip(series_ids, blocks, strict=True)
@@ -205,7 +205,7 @@ def _series_key(name: str, labels: dict[str, str]) -> tuple[str, tuple[tuple[str
     return name, tuple(sorted((str(k), str(v)) for k, v in labels.items()))
 
 
-def _series_ids(
+def series_ids_for(
     incident: Incident, artifact: Artifact | None, blocks: list[SampleBlock]
 ) -> list[int]:
     """The Series id of each block, creating the missing rows in one INSERT."""
@@ -245,15 +245,22 @@ def _series_ids(
 def _update_series_stats(
     columns: list[tuple[int, np.ndarray, np.ndarray]], written: dict[int, int]
 ) -> None:
-    """Add what was written to each series' count and widen its time range, in one UPDATE."""
+    """Add what was written to each series' count and widen its time range."""
     stats: dict[int, list[int]] = {}
     for sid, ts, _ in columns:
         lo, hi = int(ts.min()), int(ts.max())
         if sid in stats:
-            stats[sid][0] = min(stats[sid][0], lo)
-            stats[sid][1] = max(stats[sid][1], hi)
+            stats[sid][1] = min(stats[sid][1], lo)
+            stats[sid][2] = max(stats[sid][2], hi)
         else:
-            stats[sid] = [lo, hi]
+            stats[sid] = [written.get(sid, 0), lo, hi]
+    update_series_stats(stats)
+
+
+def update_series_stats(stats: dict[int, list[int]]) -> None:
+    """``stats``: series id -> [samples written, first ms, last ms]; one UPDATE for all."""
+    if not stats:
+        return
     ids = list(stats)
     with connection.cursor() as cur:
         cur.execute(
@@ -265,19 +272,24 @@ def _update_series_stats(
             "to_timestamp(unnest(%s::int8[]) / 1000.0) AS hi) AS u WHERE s.id = u.id",
             [
                 ids,
-                [written.get(sid, 0) for sid in ids],
                 [stats[sid][0] for sid in ids],
                 [stats[sid][1] for sid in ids],
+                [stats[sid][2] for sid in ids],
             ],
         )
 
 
 def copy_payload(series_id: int, ts_ms: np.ndarray, values: np.ndarray) -> bytes:
     """The rows of one series as Postgres binary COPY tuples (no header or trailer)."""
+    return copy_rows(series_id, ts_ms, values)
+
+
+def copy_rows(series: np.ndarray | int, ts_ms: np.ndarray, values: np.ndarray) -> bytes:
+    """Rows as Postgres binary COPY tuples; ``series`` is one id or an id per row."""
     rows = np.empty(len(ts_ms), dtype=_COPY_ROW)
     rows["nfields"] = 3
     rows["l1"] = 8
-    rows["series"] = series_id
+    rows["series"] = series
     rows["l2"] = 8
     rows["ts"] = (ts_ms - PG_EPOCH_MS) * 1000
     rows["l3"] = 8
@@ -310,12 +322,12 @@ def _copy_into(table: str, columns: list[tuple[int, np.ndarray, np.ndarray]]) ->
     # that load_samples sees an IntegrityError on overlapping rows).
     sql = f"COPY {table} (series_id, ts, value) FROM STDIN (FORMAT BINARY)"
     with connection.cursor() as cur, connection.wrap_database_errors, cur.cursor.copy(sql) as copy:
-        copy.write(_COPY_HEADER)
+        copy.write(COPY_HEADER)
         for series_id, ts_ms, values in columns:
             for start in range(0, len(ts_ms), COPY_CHUNK_ROWS):
                 end = start + COPY_CHUNK_ROWS
                 copy.write(copy_payload(series_id, ts_ms[start:end], values[start:end]))
-        copy.write(_COPY_TRAILER)
+        copy.write(COPY_TRAILER)
 
 
 def _jsonable(value: object) -> object:

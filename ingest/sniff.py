@@ -72,6 +72,7 @@ FORMATS: tuple[Format, ...] = (
 )
 BY_KIND = {f.kind: f for f in FORMATS}
 GIT_REPO = "git_repo"
+KIND_PROMETHEUS_TEXT = "prometheus_text"
 
 
 def sniff(name: str, head: bytes) -> Format | None:

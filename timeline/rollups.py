@@ -52,11 +52,26 @@ def rollup(
         order = np.argsort(ts_ms, kind="stable")
         ts_ms, values = ts_ms[order], values[order]
     buckets = ts_ms // width_ms
-    starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])
-    counts = np.diff(np.r_[starts, len(buckets)])
+    return _reduce(
+        buckets * width_ms, ts_ms, values, ts_ms, values, np.ones(len(ts_ms), dtype=np.int64)
+    )
+
+
+def _reduce(
+    bucket: np.ndarray,
+    t_min: np.ndarray,
+    v_min: np.ndarray,
+    t_max: np.ndarray,
+    v_max: np.ndarray,
+    n: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """Combine consecutive rows of the same bucket: min of mins and max of maxes with the time
+    each occurred, counts added. Samples are rows of their own (n = 1)."""
+    starts = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
+    counts = np.diff(np.r_[starts, len(bucket)])
     group = np.repeat(np.arange(len(starts)), counts)
-    v_min = np.fmin.reduceat(values, starts)
-    v_max = np.fmax.reduceat(values, starts)
+    lo = np.fmin.reduceat(v_min, starts)
+    hi = np.fmax.reduceat(v_max, starts)
 
     def first_where(mask: np.ndarray) -> np.ndarray:
         idx = np.flatnonzero(mask)
@@ -65,16 +80,22 @@ def rollup(
         out[found] = idx[first]
         return out
 
-    i_min = first_where(values == v_min[group])
-    i_max = first_where(values == v_max[group])
     return {
-        "bucket": buckets[starts] * width_ms,
-        "t_min": ts_ms[i_min],
-        "v_min": v_min,
-        "t_max": ts_ms[i_max],
-        "v_max": v_max,
-        "n": counts,
+        "bucket": bucket[starts],
+        "t_min": t_min[first_where(v_min == lo[group])],
+        "v_min": lo,
+        "t_max": t_max[first_where(v_max == hi[group])],
+        "v_max": hi,
+        "n": np.add.reduceat(n, starts),
     }
+
+
+def merge_rollups(parts: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """One series' rollups computed piece by piece (in time order), as one."""
+    if len(parts) == 1:
+        return parts[0]
+    cat = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    return _reduce(cat["bucket"], cat["t_min"], cat["v_min"], cat["t_max"], cat["v_max"], cat["n"])
 
 
 def _payload(series_id: int, r: dict[str, np.ndarray]) -> bytes:
@@ -103,11 +124,15 @@ def _copy(table: str, parts: Sequence[bytes]) -> None:
 
 
 def rollups_write(columns: Sequence[tuple[int, np.ndarray, np.ndarray]]) -> int:
-    """Roll up freshly loaded samples of each series and store them; returns buckets written.
+    """Roll up freshly loaded samples of each series and store them; returns buckets written."""
+    return rollups_store([(sid, rollup(ts, values)) for sid, ts, values in columns if len(ts)])
 
-    Straight COPY when the buckets are new; when another load already covered some of them,
-    merge: min of mins, max of maxes (with their times), counts added."""
-    parts = [_payload(sid, rollup(ts, values)) for sid, ts, values in columns if len(ts)]
+
+def rollups_store(items: Sequence[tuple[int, dict[str, np.ndarray]]]) -> int:
+    """Store computed rollups. Straight COPY when the buckets are new; when another load
+    already covered some of them, merge: min of mins, max of maxes (with their times), counts
+    added."""
+    parts = [_payload(sid, r) for sid, r in items if len(r["bucket"])]
     if not parts:
         return 0
     try:

@@ -993,3 +993,101 @@ def looks_like_nvidia_smi(name: str, head: bytes) -> bool:
         return False
     known = {"index", "uuid", "name", "pci.bus_id"}
     return any(c.split(" [")[0] in known or "." in c for c in cells[1:])
+
+
+# --- exposition: streaming parts ------------------------------------------------------------------
+
+_PART_BYTES = 1 << 26  # ~64 MiB of text per part
+
+
+class StreamFallback(Exception):
+    """The streaming path does not take this file (OpenMetrics, a shape only the careful path
+    reads, a duplicate or a step back): parse it whole with :func:`parse_exposition`, which
+    loads it or names the bad line."""
+
+
+class ExpositionStream:
+    """Prometheus text parsed part by part, so a loader can store one part while the next is
+    parsed. Iterating yields ``(sids, values, stamps)`` per part, grouped by series id (file
+    order within a series); ``keys[sid]`` names the series. Every check of the whole-file path
+    holds across parts; where one fails, iteration raises StreamFallback. After iteration,
+    :meth:`block_meta` gives each series' type, unit and help.
+    """
+
+    def __init__(self, data: bytes, ctx: ParseContext, *, part_bytes: int | None = None) -> None:
+        self.data, self.ctx = data, ctx
+        self.part_bytes = _PART_BYTES if part_bytes is None else part_bytes
+        self.registry = _Registry()
+        self.meta = _Meta()
+        self._last = np.empty(0, dtype=np.int64)
+
+    @property
+    def keys(self) -> list[SeriesKey]:
+        return self.registry.keys
+
+    def __iter__(self) -> Iterator[_Columns]:
+        if _find_eof_marker(self.data):
+            raise StreamFallback  # OpenMetrics: its seconds and # EOF rule need the whole file
+        comments: dict[str, None] = {}
+        pending: list[_Columns] = []
+        size = 0
+        for raw in _raw_chunks(self.data):
+            gc_was_enabled = gc.isenabled()
+            gc.disable()  # see parse_exposition
+            try:
+                cols = self._chunk(raw, comments)
+            finally:
+                if gc_was_enabled:
+                    gc.enable()
+            if cols is not None:
+                pending.append(cols)
+                size += len(raw)
+            if size >= self.part_bytes:
+                yield self._part(pending)
+                pending, size = [], 0
+        if pending:
+            yield self._part(pending)
+        for line in comments:
+            try:
+                self.meta.comment(line, self.ctx.name, 0)
+            except ParseError:
+                raise StreamFallback from None
+
+    def _chunk(self, raw: bytes, comments: dict[str, None]) -> _Columns | None:
+        if not raw:
+            return None
+        try:
+            cols = _flat_chunk(raw, self.ctx, False, self.registry, comments)
+            if cols is None:
+                cols = _split_chunk(raw, self.ctx, False, self.registry, comments)
+        except _Bail:
+            raise StreamFallback from None
+        return cols
+
+    def _part(self, got: list[_Columns]) -> _Columns:
+        sids = np.concatenate([c[0] for c in got])
+        values = np.concatenate([c[1] for c in got])
+        stamps = np.concatenate([c[2] for c in got])
+        nseries = len(self.registry.keys)
+        narrow = sids.astype(np.uint16) if nseries < 65536 else sids
+        order = np.argsort(narrow, kind="stable")
+        sids, values, stamps = sids[order], values[order], stamps[order]
+        if ((sids[1:] == sids[:-1]) & (stamps[1:] <= stamps[:-1])).any():
+            raise StreamFallback
+        if len(self._last) < nseries:
+            grown = np.full(nseries, np.iinfo(np.int64).min, dtype=np.int64)
+            grown[: len(self._last)] = self._last
+            self._last = grown
+        if len(sids):
+            firsts = np.flatnonzero(np.r_[True, sids[1:] != sids[:-1]])
+            lasts = np.r_[firsts[1:] - 1, len(sids) - 1]
+            if (stamps[firsts] <= self._last[sids[firsts]]).any():
+                raise StreamFallback  # a duplicate or a step back across parts
+            self._last[sids[lasts]] = stamps[lasts]
+        return sids, values, stamps
+
+    def block_meta(self, sid: int) -> tuple[str, str, str]:
+        """(type, unit, help) of a series, once iteration has finished."""
+        block = SampleBlock(key=self.registry.keys[sid])
+        self.meta.fill(block, "untyped")
+        return block.type, block.unit, block.help
