@@ -39,14 +39,9 @@ ENGINE_SERIES = (
 )
 
 
-def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
-    """Everything the engine needs for one incident, as plain values.
-
-    Requests, log spans and harness runs are read with plain SQL: times as exact integer
-    microseconds since the epoch (a datetime through Django's loader costs several microseconds
-    a row) and only the attrs the engine reads.
-    """
-    changes = tuple(
+def load_changes(incident: Incident) -> tuple[Change, ...]:
+    """The incident's config changes as the engine sees them, one per recording source."""
+    return tuple(
         Change(
             ref=c.event_id,
             key=c.key,
@@ -60,6 +55,16 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
         .select_related("event")
         .order_by("event__at", "event_id")
     )
+
+
+def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
+    """Everything the engine needs for one incident, as plain values.
+
+    Requests, log spans and harness runs are read with plain SQL: times as exact integer
+    microseconds since the epoch (a datetime through Django's loader costs several microseconds
+    a row) and only the attrs the engine reads.
+    """
+    changes = load_changes(incident)
     with connection.cursor() as cur:
         cur.execute(
             "SELECT id, (EXTRACT(EPOCH FROM at) * 1000000)::int8, "

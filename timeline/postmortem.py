@@ -18,14 +18,13 @@ from django.db.models import Prefetch
 from django.utils.html import escape
 
 from timeline import charts, selectors
-from timeline.analysis import current_analysis
+from timeline.analysis import current_analysis, load_changes
 from timeline.choices import EventKind, FindingKind, HypothesisStatus, Stance
 from timeline.correlation import config_state
 from timeline.correlation.types import Change, Params
 from timeline.markdown import render as md_render
 from timeline.models import (
     Analysis,
-    ConfigChange,
     Evidence,
     Finding,
     Hypothesis,
@@ -75,24 +74,6 @@ def _hypotheses(incident: Incident) -> list[Hypothesis]:
         )
         .order_by("created_at", "id")
     )
-
-
-def _changes(incident: Incident) -> list[Change]:
-    """The incident's config changes as the engine sees them (without loading any series)."""
-    return [
-        Change(
-            ref=c.event_id,
-            key=c.key,
-            old=c.old_value,
-            new=c.new_value,
-            at=c.event.at,
-            scope=c.scope,
-            sources=(f"{c.source}:{c.ref}",),
-        )
-        for c in ConfigChange.objects.filter(incident=incident)
-        .select_related("event")
-        .order_by("event__at", "event_id")
-    ]
 
 
 def _evidence(e: Evidence) -> dict[str, Any]:
@@ -203,7 +184,7 @@ def document(incident: Incident) -> dict[str, Any]:
 
     first_bad = incident.first_bad_at or _parse(result.get("first_bad"))
     last_good = incident.last_good_at or _parse(result.get("last_good"))
-    changes = _changes(incident)
+    changes = list(load_changes(incident))
     merged = config_state.merge_changes(changes, Params().same_change_window)
     diff = config_state.diff_states(merged, last_good, first_bad) if last_good and first_bad else []
     suspects = by_kind.get(FindingKind.SUSPECT, [])

@@ -7,8 +7,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from timeline.analysis import load_inputs
+from timeline.analysis import load_changes
 from timeline.correlation import config_state
+from timeline.correlation.types import Params
 from timeline.models import Incident
 
 
@@ -35,8 +36,7 @@ class Command(BaseCommand):
         if incident is None:
             raise CommandError(f"no incident {opts['incident']!r}")
         a, b = _time(opts["at"]), _time(opts["vs"])
-        inputs = load_inputs(incident)
-        merged = config_state.merge_changes(inputs.changes, inputs.params.same_change_window)
+        merged = config_state.merge_changes(load_changes(incident), Params().same_change_window)
         rows = config_state.diff_states(merged, a, b)
         if not rows:
             self.stdout.write("no differences")
