@@ -8,6 +8,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib import messages
+from django.core.files.uploadedfile import UploadedFile
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
@@ -17,7 +18,7 @@ from ingest import services
 from ingest.tasks import ingest_artifact
 from timeline import selectors
 from timeline.choices import RunStatus
-from timeline.models import Artifact
+from timeline.models import Artifact, Incident
 
 log = logging.getLogger(__name__)
 MAX_FILES_PER_UPLOAD = 200
@@ -46,14 +47,15 @@ def upload(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
-def _accept(request: HttpRequest, incident: object, files: list) -> None:  # type: ignore[type-arg]
+def _accept(request: HttpRequest, incident: Incident, files: list[UploadedFile[bytes]]) -> None:
     registered: list[Artifact] = []
     for f in files:
-        name = Path(f.name).name  # never trust a client path
-        if f.size > settings.UPLOAD_MAX_BYTES:
+        name = Path(f.name or "upload").name  # never trust a client path
+        size = f.size or 0
+        if size > settings.UPLOAD_MAX_BYTES:
             messages.error(
                 request,
-                f"{name}: {f.size} bytes is over the limit of "
+                f"{name}: {size} bytes is over the limit of "
                 f"{settings.UPLOAD_MAX_BYTES} bytes; nothing was stored.",
             )
             continue
@@ -67,7 +69,7 @@ def _accept(request: HttpRequest, incident: object, files: list) -> None:  # typ
                     outcome = services.path_register(
                         incident=incident,
                         path=archive,
-                        user=request.user,  # type: ignore[arg-type]
+                        user=request.user,
                     )
                 registered += outcome.artifacts
             else:
@@ -75,7 +77,7 @@ def _accept(request: HttpRequest, incident: object, files: list) -> None:  # typ
                     incident=incident,
                     name=name,
                     data=f.read(),
-                    user=request.user,  # type: ignore[arg-type]
+                    user=request.user,
                 )
                 registered.append(artifact)
         except services.IngestError as exc:
@@ -104,7 +106,7 @@ def _tmp_root() -> str:
     return str(root)
 
 
-def _artifacts(incident: object) -> list[Artifact]:
+def _artifacts(incident: Incident) -> list[Artifact]:
     return list(Artifact.objects.filter(incident=incident).order_by("-created_at")[:500])
 
 
