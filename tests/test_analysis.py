@@ -82,3 +82,16 @@ def test_config_diff_prints_every_key_that_differs(loaded):
     for key in ("--chunked-prefill-size", "--tokenizer-path", "METRICS_PORT"):
         assert key in text
     assert "--mem-fraction-static" not in text
+
+
+def test_the_page_polls_a_pending_analysis_and_refreshes_when_it_is_done(client, user, loaded):
+    client.force_login(user)
+    version = analysis_request(incident_id=loaded.pk)
+    page = client.get(f"/incidents/{loaded.slug}/").content.decode()
+    assert "re-running" in page
+    status = client.get(f"/incidents/{loaded.slug}/analysis-status")
+    assert status.status_code == 204 and "HX-Refresh" not in status
+    analysis_run(incident_id=loaded.pk, version=version)
+    status = client.get(f"/incidents/{loaded.slug}/analysis-status")
+    assert status["HX-Refresh"] == "true"
+    assert "re-running" not in client.get(f"/incidents/{loaded.slug}/").content.decode()

@@ -11,6 +11,9 @@ urlpatterns = [
     path("incidents/<slug:slug>/timeline.json", incidents.timeline_data, name="timeline_data"),
     path("incidents/<slug:slug>/events/", incidents.event_table, name="event_table"),
     path(
+        "incidents/<slug:slug>/analysis-status", incidents.analysis_status, name="analysis_status"
+    ),
+    path(
         "incidents/<slug:slug>/events/<int:event_id>/",
         incidents.event_detail,
         name="event_detail",

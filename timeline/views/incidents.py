@@ -18,7 +18,7 @@ from timeline import charts, selectors
 from timeline.analysis import current_analysis
 from timeline.choices import EventKind, FindingKind, Lane, RunStatus
 from timeline.markdown import render as md
-from timeline.models import Artifact, Event, Finding, Note, Team
+from timeline.models import Analysis, Artifact, Event, Finding, Note, Team
 from timeline.services import ServiceError, incident_create
 
 
@@ -82,7 +82,13 @@ def incident_timeline(request: HttpRequest, slug: str) -> HttpResponse:
     for f in findings:
         by_kind.setdefault(f.kind, []).append(f)
     artifacts = list(Artifact.objects.filter(incident=incident).order_by("created_at"))
-    pending = incident.analysis_version > (analysis.version if analysis else 0)
+    newest = (
+        Analysis.objects.filter(incident=incident, version=incident.analysis_version).first()
+        if incident.analysis_version > (analysis.version if analysis else 0)
+        else None
+    )
+    failed = newest is not None and newest.status == RunStatus.FAILED
+    pending = incident.analysis_version > (analysis.version if analysis else 0) and not failed
     return render(
         request,
         "timeline/timeline.html",
@@ -90,6 +96,7 @@ def incident_timeline(request: HttpRequest, slug: str) -> HttpResponse:
             "incident": incident,
             "analysis": analysis,
             "analysis_pending": pending,
+            "analysis_failed": newest if failed else None,
             "first_bad": (by_kind.get(FindingKind.FIRST_BAD) or [None])[0],
             "last_good": (by_kind.get(FindingKind.LAST_GOOD) or [None])[0],
             "suspects": by_kind.get(FindingKind.SUSPECT, []),
@@ -103,6 +110,22 @@ def incident_timeline(request: HttpRequest, slug: str) -> HttpResponse:
             "default_panels": [name for name, _ in selectors.DEFAULT_PANELS],
         },
     )
+
+
+@require_GET
+def analysis_status(request: HttpRequest, slug: str) -> HttpResponse:
+    """Polled while an analysis is pending: 204 until the newest requested run has finished,
+    then an htmx refresh so the page shows its findings."""
+    incident = selectors.incident_for_user(request.user, slug)
+    analysis = current_analysis(incident)
+    done = analysis is not None and analysis.version >= incident.analysis_version
+    failed = Analysis.objects.filter(
+        incident=incident, version=incident.analysis_version, status=RunStatus.FAILED
+    ).exists()
+    response = HttpResponse(status=204)
+    if done or failed:
+        response["HX-Refresh"] = "true"
+    return response
 
 
 def _parse_time(raw: str | None) -> dt.datetime | None:
