@@ -139,3 +139,30 @@ def test_incident_list_shows_first_bad_and_top_suspect(client, user, loaded):
     assert "2026-11-20 23:39:58" in html
     assert "SGLANG_SM120_MMA_TARGET_CTAS" in html
     assert "Training" not in html
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        ("doc_revision", ["Edited sections of", "SGLANG_SM120_MMA_TARGET_CTAS"]),
+        ("commit", ["Files changed", "launch.sh"]),
+        ("harness_run", ["stability", "pass"]),
+        ("stack_dump", ["Goroutine groups", "net/http.(*persistConn).roundTrip"]),
+    ],
+)
+def test_each_kind_of_event_opens_a_readable_detail(client, user, loaded, kind, expected):
+    from timeline.models import Event
+
+    client.force_login(user)
+    events = Event.objects.filter(incident=loaded, kind=kind).order_by("at")
+    if kind == "doc_revision":
+        events = events.filter(body__contains="SGLANG_SM120_MMA_TARGET_CTAS")
+    if kind == "commit":
+        events = events.filter(body__contains="launch.sh")
+    if kind == "stack_dump":
+        events = events.filter(attrs__format="goroutines")
+    event = events.first()
+    assert event is not None
+    html = client.get(reverse("event_detail", args=[loaded.slug, event.pk])).content.decode()
+    for text in expected:
+        assert text in html, text
