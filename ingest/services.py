@@ -12,6 +12,7 @@ import logging
 import os
 import shutil
 import tarfile
+import tempfile
 import time
 import tomllib
 import zipfile
@@ -80,40 +81,114 @@ def artifact_register_bytes(
     user: Any = None,
 ) -> tuple[Artifact, bool]:
     """Store the bytes under the incident's upload folder and register them (once per sha256)."""
-    if len(data) > settings.UPLOAD_MAX_BYTES:
-        raise IngestError(
-            f"{name}: {len(data)} bytes is over the limit of {settings.UPLOAD_MAX_BYTES} bytes"
-        )
+    _check_size(name, len(data))
     digest = hashlib.sha256(data).hexdigest()
     existing = Artifact.objects.filter(incident=incident, sha256=digest).first()
     if existing is not None:
         return existing, False
     folder = _upload_dir(incident)
-    stored = folder / digest
-    if not stored.exists():
+    if not (folder / digest).exists():
         tmp = folder / f".{digest}.part"
         tmp.write_bytes(data)
-        os.replace(tmp, stored)
-    fmt = sniff.sniff(name, data[: sniff.HEAD_BYTES]) if data else None
-    artifact, created = Artifact.objects.get_or_create(
+        os.replace(tmp, folder / digest)
+    return _register_stored(
+        incident=incident,
+        name=name,
+        digest=digest,
+        size=len(data),
+        head=data[: sniff.HEAD_BYTES],
+        options=options,
+        user=user,
+    )
+
+
+def artifact_register_file(
+    *,
+    incident: Incident,
+    name: str,
+    path: Path,
+    options: dict[str, Any] | None = None,
+    user: Any = None,
+) -> tuple[Artifact, bool]:
+    """Like artifact_register_bytes for a file on disk: hashed while it is copied, in chunks,
+    so registering never holds the whole file in memory."""
+    _check_size(name, path.stat().st_size)
+    folder = _upload_dir(incident)
+    hasher = hashlib.sha256()
+    size = 0
+    head = b""
+    with tempfile.NamedTemporaryFile(dir=folder, prefix=".", suffix=".part", delete=False) as out:
+        tmp = Path(out.name)
+        try:
+            with open(path, "rb") as src:
+                while chunk := src.read(1 << 23):
+                    if not head:
+                        head = chunk[: sniff.HEAD_BYTES]
+                    size += len(chunk)
+                    _check_size(name, size)  # the file grew while it was read
+                    hasher.update(chunk)
+                    out.write(chunk)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    digest = hasher.hexdigest()
+    existing = Artifact.objects.filter(incident=incident, sha256=digest).first()
+    if existing is not None or (folder / digest).exists():
+        tmp.unlink(missing_ok=True)
+        if existing is not None:
+            return existing, False
+    else:
+        os.replace(tmp, folder / digest)
+    return _register_stored(
+        incident=incident,
+        name=name,
+        digest=digest,
+        size=size,
+        head=head,
+        options=options,
+        user=user,
+    )
+
+
+def _check_size(name: str, size: int) -> None:
+    if size > settings.UPLOAD_MAX_BYTES:
+        raise IngestError(
+            f"{name}: {size} bytes is over the limit of {settings.UPLOAD_MAX_BYTES} bytes"
+        )
+
+
+def _register_stored(
+    *,
+    incident: Incident,
+    name: str,
+    digest: str,
+    size: int,
+    head: bytes,
+    options: dict[str, Any] | None,
+    user: Any,
+) -> tuple[Artifact, bool]:
+    """The Artifact row of a file stored under its digest; unrecognised files are recorded
+    as failed with the reason, not guessed."""
+    fmt = sniff.sniff(name, head) if size else None
+    stored = _upload_dir(incident) / digest
+    return Artifact.objects.get_or_create(
         incident=incident,
         sha256=digest,
         defaults={
             "name": name[-500:],
             "kind": fmt.kind if fmt else "",
-            "size": len(data),
+            "size": size,
             "path": str(stored.relative_to(Path(settings.UPLOAD_ROOT).resolve())),
             "options": options or {},
             "uploaded_by": user,
             "status": RunStatus.PENDING if fmt else RunStatus.FAILED,
-            "error": "" if fmt else _unrecognised(name, data),
+            "error": "" if fmt else _unrecognised(name, head, empty=size == 0),
         },
     )
-    return artifact, created
 
 
-def _unrecognised(name: str, data: bytes | None = None) -> str:
-    if data is not None and not data:
+def _unrecognised(name: str, data: bytes | None = None, *, empty: bool | None = None) -> str:
+    if (empty is None and data is not None and not data) or empty:
         return f"{name}: the file is empty; nothing to ingest"
     what = "not recognised as any known format"
     if data is not None and _looks_binary(data[: sniff.HEAD_BYTES]):
@@ -256,12 +331,8 @@ def path_register(
 
     if path.is_file():
         _add(
-            artifact_register_bytes(
-                incident=incident,
-                name=path.name,
-                data=_read_bounded(path),
-                options=options,
-                user=user,
+            artifact_register_file(
+                incident=incident, name=path.name, path=path, options=options, user=user
             )
         )
         return outcome
@@ -277,24 +348,11 @@ def path_register(
         if rel.name in IGNORED_NAMES and len(rel.parts) == 1:
             continue
         _add(
-            artifact_register_bytes(
-                incident=incident,
-                name=str(rel),
-                data=_read_bounded(file),
-                options=options,
-                user=user,
+            artifact_register_file(
+                incident=incident, name=str(rel), path=file, options=options, user=user
             )
         )
     return outcome
-
-
-def _read_bounded(path: Path) -> bytes:
-    size = path.stat().st_size
-    if size > settings.UPLOAD_MAX_BYTES:
-        raise IngestError(
-            f"{path.name}: {size} bytes is over the limit of {settings.UPLOAD_MAX_BYTES} bytes"
-        )
-    return path.read_bytes()
 
 
 # --- archives ------------------------------------------------------------
@@ -317,7 +375,11 @@ def extract_archive(archive: Path, into: Path) -> Path:
 
     Members may not leave the folder (``..``, absolute paths, links), and the expanded size and
     member count are bounded (a zip bomb stops at the limit, and nothing of it is kept)."""
-    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    hasher = hashlib.sha256()
+    with open(archive, "rb") as src:
+        while chunk := src.read(1 << 23):
+            hasher.update(chunk)
+    digest = hasher.hexdigest()
     target = (into / digest).resolve()
     if target.exists():
         return _bundle_root(target)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib import messages
-from django.core.files.uploadedfile import UploadedFile
+from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
@@ -72,12 +72,18 @@ def _accept(request: HttpRequest, incident: Incident, files: list[UploadedFile[b
                         user=request.user,
                     )
                 registered += outcome.artifacts
-            else:
-                artifact, _ = services.artifact_register_bytes(
+            elif isinstance(f, TemporaryUploadedFile):
+                # Big uploads are already on disk: hash and store them in chunks.
+                artifact, _ = services.artifact_register_file(
                     incident=incident,
                     name=name,
-                    data=f.read(),
+                    path=Path(f.temporary_file_path()),
                     user=request.user,
+                )
+                registered.append(artifact)
+            else:  # small uploads live in memory (under FILE_UPLOAD_MAX_MEMORY_SIZE)
+                artifact, _ = services.artifact_register_bytes(
+                    incident=incident, name=name, data=f.read(), user=request.user
                 )
                 registered.append(artifact)
         except services.IngestError as exc:

@@ -63,3 +63,40 @@ def test_an_uploaded_archive_is_unpacked_and_unrecognised_files_are_reported(
     assert names["notes/random.bin"] == RunStatus.FAILED
     error = Artifact.objects.get(incident=incident, name="notes/random.bin").error
     assert "not recognised" in error
+
+
+@pytest.mark.django_db
+def test_a_big_upload_is_stored_from_disk_in_chunks(client, user, incident, settings, tmp_path):
+    from django.core.files.uploadedfile import TemporaryUploadedFile
+
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1024  # anything bigger is spooled to a temp file
+    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path)
+    seen = []
+    original = TemporaryUploadedFile.temporary_file_path
+
+    def spy(self):  # records that the view read the upload from disk
+        seen.append(self.name)
+        return original(self)
+
+    TemporaryUploadedFile.temporary_file_path = spy
+    try:
+        body = b"".join(
+            b'{"ts": "2026-11-20T12:%02d:00-08:00", "suite": "stability", "case": "c%d", '
+            b'"status": "pass", "score": 0.95, "threshold": 0.9}\n' % (i % 60, i)
+            for i in range(500)
+        )
+        upload = io.BytesIO(body)
+        upload.name = "stability.jsonl"
+        client.force_login(user)
+        client.post(f"/incidents/{incident.slug}/upload/", {"files": [upload]})
+    finally:
+        TemporaryUploadedFile.temporary_file_path = original
+    assert seen == ["stability.jsonl"]
+    artifact = Artifact.objects.get(incident=incident)
+    assert (artifact.kind, artifact.size) == ("harness_jsonl", len(body))
+    import hashlib
+
+    assert artifact.sha256 == hashlib.sha256(body).hexdigest()
+    stored = Path(settings.UPLOAD_ROOT).resolve() / artifact.path
+    assert stored.read_bytes() == body
+    assert not list(stored.parent.glob(".*.part"))
