@@ -13,6 +13,7 @@ from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
+from django.db.models.fields.json import KeyTextTransform
 from django.http import Http404
 from tsdownsample import MinMaxLTTBDownsampler
 
@@ -80,7 +81,15 @@ def timeline_events(
     qs = events_in_window(incident, start, end).exclude(kind=EventKind.LOG_SPAN)
     qs = qs.exclude(kind=EventKind.REQUEST, ends_at__isnull=False)
     return list(
-        qs.values("id", "at", "ends_at", "kind", "lane", "title")[: MAX_EVENTS_PER_LANE * 8]
+        qs.values(
+            "id",
+            "at",
+            "ends_at",
+            "kind",
+            "lane",
+            "title",
+            status=KeyTextTransform("status", "attrs"),
+        )[: MAX_EVENTS_PER_LANE * 8]
     )
 
 

@@ -153,7 +153,7 @@ def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
             at=e["at"],
             lane=e["lane"],
             title=e["title"],
-            failed=e["kind"] == EventKind.HARNESS_RUN and "pass" not in e["title"].lower(),
+            failed=e["kind"] == EventKind.HARNESS_RUN and e["status"] in ("fail", "error"),
         )
         for e in selectors.timeline_events(incident, start, end)
     ]
