@@ -104,6 +104,26 @@ def incident(team: Any, user: Any) -> Any:
     )
 
 
+@pytest.fixture
+def loaded(db: None, team: Any, user: Any, sample_bundle: Path) -> Any:
+    """The DSV4 sample incident ingested (in this process) into alice's team, and analysed."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from timeline.models import Incident
+
+    call_command(
+        "ingest",
+        str(sample_bundle),
+        incident="dsv4",
+        team=team.name,
+        stdout=StringIO(),
+        stderr=StringIO(),
+    )
+    return Incident.objects.get(slug="dsv4")
+
+
 @pytest.fixture(scope="session")
 def sample_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The DSV4 wedge sample incident, generated once per session (never committed)."""

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from io import StringIO
 
 import pytest
-from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -40,19 +38,6 @@ def _event(incident: Incident, title: str = "SGLANG_X: (unset) → 1", **kw: obj
         key=title,
         fingerprint=title[:64],
     )
-
-
-@pytest.fixture
-def loaded(db, team, user, sample_bundle) -> Incident:
-    call_command(
-        "ingest",
-        str(sample_bundle),
-        incident="dsv4",
-        team=team.name,
-        stdout=StringIO(),
-        stderr=StringIO(),
-    )
-    return Incident.objects.get(slug="dsv4")
 
 
 @pytest.fixture

@@ -3,29 +3,14 @@ postmortem export (Chromium through Playwright, live server, real Postgres)."""
 
 from __future__ import annotations
 
-from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 
 from tests.conftest import ARTIFACTS, screenshot
-from timeline.models import Evidence, Hypothesis, Incident, Note
+from timeline.models import Evidence, Hypothesis, Note
 
 CULPRIT = "SGLANG_SM120_MMA_TARGET_CTAS"
-
-
-@pytest.fixture
-def loaded(transactional_db, team, user, sample_bundle) -> Incident:
-    call_command(
-        "ingest",
-        str(sample_bundle),
-        incident="dsv4",
-        team=team.name,
-        stdout=StringIO(),
-        stderr=StringIO(),
-    )
-    return Incident.objects.get(slug="dsv4")
 
 
 def _chart_ready(page) -> None:

@@ -6,10 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from io import StringIO
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 
 from tests.conftest import ARTIFACTS
@@ -23,18 +21,10 @@ HOSTILE = "</script><script>alert(1)</script> <img src=x onerror=alert(2)> [x](j
 
 
 @pytest.fixture
-def worked(db, team, user, sample_bundle) -> Incident:
+def worked(loaded, user) -> Incident:
     """The sample incident after the team's work: model quality refuted, the CTAS change
     confirmed with the suspect finding as evidence, a note, a summary and action items."""
-    call_command(
-        "ingest",
-        str(sample_bundle),
-        incident="dsv4",
-        team=team.name,
-        stdout=StringIO(),
-        stderr=StringIO(),
-    )
-    incident = Incident.objects.get(slug="dsv4")
+    incident = loaded
     analysis = current_analysis(incident)
     ruled_out = analysis.findings.get(kind=FindingKind.RULED_OUT)
     services.hypothesis_from_finding(finding=ruled_out, user=user)

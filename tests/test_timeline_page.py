@@ -3,31 +3,13 @@
 from __future__ import annotations
 
 import json
-from io import StringIO
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from tests.conftest import screenshot
-from timeline.models import Incident
-
-
-@pytest.fixture
-def loaded(db, team, user, sample_bundle) -> Incident:
-    call_command(
-        "ingest",
-        str(sample_bundle),
-        incident="dsv4",
-        team=team.name,
-        stdout=StringIO(),
-        stderr=StringIO(),
-    )
-    incident = Incident.objects.get(slug="dsv4")
-    assert incident.team == team
-    return incident
 
 
 def test_timeline_page_lists_the_suspects_with_reasons(client, user, loaded):
