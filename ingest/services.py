@@ -525,12 +525,9 @@ def artifact_ingest(*, artifact_id: int) -> Artifact:
     parse_s = time.monotonic() - started
     try:
         with transaction.atomic():
-            locked = Artifact.objects.select_for_update().get(pk=artifact.pk)
+            locked = _lock_for_load(artifact)
             if locked.status == RunStatus.DONE:
                 return locked
-            # Serialise loads into one incident: series creation and sample COPY must not race.
-            with connection.cursor() as cur:
-                cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [7411, artifact.incident_id])
             incident = artifact.incident
             ids = loaders.load_events(incident, locked, result.events)
             changes = loaders.load_config_changes(incident, locked, result.config_changes)
@@ -556,6 +553,17 @@ def artifact_ingest(*, artifact_id: int) -> Artifact:
     return locked
 
 
+def _lock_for_load(artifact: Artifact) -> Artifact:
+    """Serialise loads into one incident (series creation and the sample COPY must not race;
+    a redelivered task waits here for the first delivery), then read the row as it is now.
+
+    An advisory lock rather than a row lock, so the progress reporter's own connection can
+    still write the artifact's progress while the load runs."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [7411, artifact.incident_id])
+    return Artifact.objects.get(pk=artifact.pk)
+
+
 class _NotStreamed(Exception):
     """The file needs the whole-file path; leave the transaction without writing."""
 
@@ -569,11 +577,9 @@ def _ingest_streaming(artifact: Artifact, started: float) -> Artifact | None:
         return _fail(artifact, f"{artifact.name}: {exc}")
     try:
         with transaction.atomic():
-            locked = Artifact.objects.select_for_update().get(pk=artifact.pk)
+            locked = _lock_for_load(artifact)
             if locked.status == RunStatus.DONE:
                 return locked
-            with connection.cursor() as cur:
-                cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [7411, artifact.incident_id])
             loaded = streaming.stream_exposition(artifact.incident, locked, data, _context(locked))
             if loaded is None:
                 raise _NotStreamed

@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from ingest import loaders
 from ingest.parsers import prometheus
 from ingest.parsers.types import ParseContext, SampleBlock
+from ingest.progress import ProgressReporter
 from timeline.models import Artifact, Incident, Series
 from timeline.rollups import merge_rollups, rollup, rollups_store
 
@@ -46,6 +47,7 @@ def stream_exposition(
     connection.ensure_connection()
     raw = connection.connection
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="copy")
+    progress = ProgressReporter(artifact.pk)
     db_ids = np.empty(0, dtype=np.int64)
     stats: dict[int, list[int]] = {}  # db id -> [count, first ms, last ms]
     pieces: dict[int, list[dict[str, np.ndarray]]] = {}
@@ -65,6 +67,7 @@ def stream_exposition(
                     payload = loaders.copy_rows(db_ids[sids], stamps, values)
                     pending = pool.submit(_copy, raw, payload)
                     _tally(sids, values, stamps, db_ids, stats, pieces)  # while the COPY runs
+                    progress.report(stream.consumed / max(len(data), 1))
             finally:
                 if pending is not None:
                     pending.result()
@@ -77,6 +80,7 @@ def stream_exposition(
         return None  # samples of these series and times are stored already: merge path
     finally:
         pool.shutdown(wait=True)
+        progress.close()
     return sum(n for n, _, _ in stats.values()), len(stats)
 
 

@@ -87,3 +87,52 @@ def test_samples_already_stored_take_the_merge_path(team, small_parts):
     assert second.status == RunStatus.DONE, second.error
     assert "streamed" not in second.counts
     assert Sample.objects.filter(series__incident=incident).count() == 9 * 3000
+
+
+@pytest.mark.django_db(transaction=True)
+def test_progress_of_a_streamed_ingest_is_visible_while_it_runs(team, small_parts, monkeypatch):
+    import threading
+
+    from django.db import connections
+
+    from ingest import progress
+    from timeline.models import Artifact
+
+    monkeypatch.setattr(progress, "MIN_INTERVAL_S", 0.0)
+    reached, release = threading.Event(), threading.Event()
+    calls = []
+    original = progress.ProgressReporter.report
+
+    def report_then_hold(self, fraction):  # holds the load after its third part
+        original(self, fraction)
+        calls.append(fraction)
+        if len(calls) == 3:
+            reached.set()
+            release.wait(timeout=60)
+
+    monkeypatch.setattr(progress.ProgressReporter, "report", report_then_hold)
+    incident = incident_create(team=team, title="progress")
+    artifact, _ = services.artifact_register_bytes(
+        incident=incident, name="big.prom", data=_exposition(3000)
+    )
+
+    def run():
+        try:
+            services.artifact_ingest(artifact_id=artifact.pk)
+        finally:
+            connections.close_all()
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    try:
+        assert reached.wait(timeout=60)
+        midway = Artifact.objects.get(pk=artifact.pk)
+        assert midway.status == RunStatus.RUNNING
+        assert 0.05 < midway.progress < 0.95
+        assert Sample.objects.count() == 0  # nothing visible before the commit
+    finally:
+        release.set()
+        worker.join(timeout=60)
+    done = Artifact.objects.get(pk=artifact.pk)
+    assert (done.status, done.progress) == (RunStatus.DONE, 1.0)
+    assert Sample.objects.count() == 27_000

@@ -1020,6 +1020,7 @@ class ExpositionStream:
         self.registry = _Registry()
         self.meta = _Meta()
         self._last = np.empty(0, dtype=np.int64)
+        self.consumed = 0  # bytes of the file read so far, for progress
 
     @property
     def keys(self) -> list[SeriesKey]:
@@ -1032,6 +1033,7 @@ class ExpositionStream:
         pending: list[_Columns] = []
         size = 0
         for raw in _raw_chunks(self.data):
+            self.consumed += len(raw) + 1
             gc_was_enabled = gc.isenabled()
             gc.disable()  # see parse_exposition
             try:
