@@ -253,3 +253,22 @@ def test_a_naive_time_is_refused_rather_than_read_as_local_time():
 
     with pytest.raises(ValueError, match=r"change K \(ref 1\): expected an aware UTC datetime"):
         analyze(Inputs(changes=(naive,)))
+
+
+def test_changes_shipped_together_with_the_top_suspect_are_named_as_inseparable():
+    inputs = dataclasses.replace(
+        story_inputs(),
+        changes=story_inputs().changes
+        + (Change(1, "SGLANG_CUDA_GRAPH_MAX_BS", None, "64", local(13, 11), "env", ("commit:x",)),),
+    )
+
+    result = analyze(inputs)
+    text = " ".join(result.warnings)
+
+    assert result.suspects[0].change.key in (CTAS, "SGLANG_CUDA_GRAPH_MAX_BS")
+    assert "arrived together with" in text
+    assert "revert them one at a time" in text
+
+
+def test_the_story_alone_has_no_together_warning():
+    assert not any("arrived together" in w for w in analyze(story_inputs()).warnings)

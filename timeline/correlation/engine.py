@@ -41,6 +41,7 @@ from timeline.correlation.types import (
     Inputs,
     Result,
     RuledOut,
+    Suspect,
     Symptom,
 )
 from timeline.correlation.windows import find_first_bad, find_last_good
@@ -101,6 +102,23 @@ def _check_requests(inputs: Inputs, warnings: list[str]) -> list[Symptom]:
             "as dropped"
         )
     return verdict.dropped
+
+
+def _together_warnings(suspects: Sequence[Suspect], window: dt.timedelta) -> list[str]:
+    """Changes that shipped together with the top suspect cannot be told apart by timing or
+    by exposure: say so, rather than let the rank look more certain than it is."""
+    if not suspects:
+        return []
+    top = suspects[0].change
+    along = [s.change for s in suspects[1:] if abs(s.change.at - top.at) <= window]
+    if not along:
+        return []
+    keys = ", ".join(c.key for c in along)
+    return [
+        f"{top.key} arrived together with {keys} (within {fmt_duration(window)} of "
+        f"{fmt_time(top.at)}): timing and exposure cannot tell them apart, so their order rests "
+        "on relevance and novelty; revert them one at a time to confirm"
+    ]
 
 
 def _check_clocks(inputs: Inputs, symptoms: Sequence[Symptom], warnings: list[str]) -> None:
@@ -252,6 +270,7 @@ def analyze(inputs: Inputs) -> Result:
         )
 
     ranking = rank_changes(merged, symptoms, first.at, last.at, load, params, until)
+    warnings.extend(_together_warnings(ranking.suspects, params.together_window))
     ruled_out = _rule_out_model_quality(inputs.harness, symptoms, first.at, last.at, warnings)
     return Result(
         first_bad=first.at,

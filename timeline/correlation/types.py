@@ -80,6 +80,7 @@ class Params:
     wedge_gpu_util_max: float = 5.0  # percent
     stable_load_min: dt.timedelta = dt.timedelta(hours=2)
     same_change_window: dt.timedelta = dt.timedelta(minutes=30)  # doc + commit = one change
+    together_window: dt.timedelta = dt.timedelta(minutes=2)  # changes shipped as one deploy
 
 
 @dataclass(frozen=True)
