@@ -102,7 +102,7 @@ def _items(body: Any, field: str) -> list[dict[str, Any]]:
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             raise PushError(f"{field}[{i}]: expected an object")
-    return items
+    return list(items)
 
 
 def _events(body: Any) -> list[EventRecord]:

@@ -151,3 +151,11 @@ def test_embedded_postgres_and_redis_when_urls_are_unset(tmp_path: Path) -> None
                 ["bash", "-c", f"kill $(head -1 {pg}/postmaster.pid) 2>/dev/null || true"],
                 check=False,
             )
+
+
+def test_an_anonymous_user_sees_no_incident(incident) -> None:
+    from django.contrib.auth.models import AnonymousUser
+
+    from timeline import selectors
+
+    assert list(selectors.incidents_for_user(AnonymousUser())) == []

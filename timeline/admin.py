@@ -9,13 +9,13 @@ from timeline.services import incident_delete
 
 
 @admin.register(models.Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(admin.ModelAdmin[models.Team]):
     list_display = ["name", "slug"]
     filter_horizontal = ["members"]
 
 
 @admin.register(models.Incident)
-class IncidentAdmin(admin.ModelAdmin):
+class IncidentAdmin(admin.ModelAdmin[models.Incident]):
     list_display = ["slug", "title", "team", "status", "created_at"]
     list_filter = ["status", "team"]
     search_fields = ["slug", "title"]
@@ -31,13 +31,13 @@ class IncidentAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Artifact)
-class ArtifactAdmin(admin.ModelAdmin):
+class ArtifactAdmin(admin.ModelAdmin[models.Artifact]):
     list_display = ["name", "incident", "kind", "status", "size", "created_at"]
     list_filter = ["status", "kind"]
 
 
 @admin.register(models.Event)
-class EventAdmin(admin.ModelAdmin):
+class EventAdmin(admin.ModelAdmin[models.Event]):
     list_display = ["at", "incident", "kind", "lane", "title"]
     list_filter = ["kind", "lane"]
     search_fields = ["title"]
@@ -45,29 +45,29 @@ class EventAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.ConfigChange)
-class ConfigChangeAdmin(admin.ModelAdmin):
+class ConfigChangeAdmin(admin.ModelAdmin[models.ConfigChange]):
     list_display = ["key", "old_value", "new_value", "source", "incident"]
     raw_id_fields = ["event", "incident"]
 
 
 @admin.register(models.Series)
-class SeriesAdmin(admin.ModelAdmin):
+class SeriesAdmin(admin.ModelAdmin[models.Series]):
     list_display = ["name", "incident", "sample_count", "first_ts", "last_ts"]
     search_fields = ["name"]
 
 
 @admin.register(models.Analysis)
-class AnalysisAdmin(admin.ModelAdmin):
+class AnalysisAdmin(admin.ModelAdmin[models.Analysis]):
     list_display = ["incident", "version", "status", "started_at", "finished_at"]
 
 
 @admin.register(models.Finding)
-class FindingAdmin(admin.ModelAdmin):
+class FindingAdmin(admin.ModelAdmin[models.Finding]):
     list_display = ["analysis", "kind", "rank", "score", "title"]
 
 
 @admin.register(models.AuditEntry)
-class AuditEntryAdmin(admin.ModelAdmin):
+class AuditEntryAdmin(admin.ModelAdmin[models.AuditEntry]):
     """Read-only: the log is append-only (a database trigger enforces it too)."""
 
     list_display = ["at", "incident", "actor", "action", "target"]
@@ -85,7 +85,7 @@ class AuditEntryAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.HypothesisStatusChange)
-class HypothesisStatusChangeAdmin(admin.ModelAdmin):
+class HypothesisStatusChangeAdmin(admin.ModelAdmin[models.HypothesisStatusChange]):
     list_display = ["at", "hypothesis", "old_status", "new_status", "actor"]
     raw_id_fields = ["hypothesis"]
 

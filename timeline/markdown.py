@@ -25,4 +25,4 @@ _MD = _renderer()
 
 def render(text: str) -> SafeString:
     """HTML for display: every tag in the input is escaped by the renderer (html=False)."""
-    return mark_safe(_MD.render(text or ""))  # noqa: S308
+    return mark_safe(str(_MD.render(text or "")))  # noqa: S308

@@ -206,7 +206,7 @@ def document(incident: Incident) -> dict[str, Any]:
         kind = str((s.data or {}).get("kind") or "symptom")
         symptom_kinds[kind] = symptom_kinds.get(kind, 0) + 1
     symptoms_total = len(symptoms)
-    first_bad_finding = (by_kind.get(FindingKind.FIRST_BAD) or [None])[0]
+    first_bad_finding = next(iter(by_kind.get(FindingKind.FIRST_BAD, [])), None)
     if first_bad_finding is not None and (first_bad_finding.data or {}).get("symptom_counts"):
         # The analysis stores only the first symptoms as findings; it counts all of them here.
         symptom_kinds = dict(first_bad_finding.data["symptom_counts"])

@@ -34,9 +34,11 @@ MAX_EVENTS_PER_LANE = 3000
 def incidents_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Incident]:
     """Incidents of the user's teams; superusers see all."""
     qs = Incident.objects.select_related("team")
+    if not user.is_authenticated:
+        return qs.none()
     if getattr(user, "is_superuser", False):
         return qs
-    return qs.filter(team__members=user)
+    return qs.filter(team__members=user.pk)
 
 
 def incident_for_user(user: AbstractBaseUser | AnonymousUser, slug: str) -> Incident:
@@ -80,8 +82,9 @@ def timeline_events(
     log spans are context, not markers."""
     qs = events_in_window(incident, start, end).exclude(kind=EventKind.LOG_SPAN)
     qs = qs.exclude(kind=EventKind.REQUEST, ends_at__isnull=False)
-    return list(
-        qs.values(
+    return [
+        dict(row)
+        for row in qs.values(
             "id",
             "at",
             "ends_at",
@@ -90,7 +93,7 @@ def timeline_events(
             "title",
             status=KeyTextTransform("status", "attrs"),
         )[: MAX_EVENTS_PER_LANE * 8]
-    )
+    ]
 
 
 @dataclass(frozen=True)
@@ -200,7 +203,8 @@ def _downsample(
             ts, values = ts[order], values[order]
         if len(ts) > max_points:
             finite = np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
-            idx = MinMaxLTTBDownsampler().downsample(ts, finite, n_out=max_points)
+            downsampler = MinMaxLTTBDownsampler()  # type: ignore[no-untyped-call]
+            idx = downsampler.downsample(ts, finite, n_out=max_points)
             ts, values = ts[idx], values[idx]
         out.append((s.pk, np.ascontiguousarray(ts), np.ascontiguousarray(values), total))
     return out

@@ -61,7 +61,7 @@ def incident_create(
     title: str,
     slug: str = "",
     timezone: str = "UTC",
-    user: AbstractBaseUser | None = None,
+    user: Any = None,
 ) -> Incident:
     slug = slugify(slug or title)[:100]
     if not slug:

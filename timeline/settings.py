@@ -7,8 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import django_stubs_ext
+
 from timeline import embedded
 from timeline.env import ConfigError, database_from_url, env_bool, env_int, env_list, env_str
+
+# Generic classes such as admin.ModelAdmin[Model] are subscriptable at run time too.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

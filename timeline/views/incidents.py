@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from typing import Any
 
 from django import forms
 from django.contrib import messages
@@ -27,9 +28,11 @@ class IncidentForm(forms.Form):
     team = forms.ModelChoiceField(queryset=Team.objects.none())
     timezone = forms.CharField(max_length=64, initial="UTC", required=False)
 
-    def __init__(self, *args: object, user: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.fields["team"].queryset = Team.objects.filter(members=user)  # type: ignore[attr-defined]
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        team_field = self.fields["team"]
+        assert isinstance(team_field, forms.ModelChoiceField)
+        team_field.queryset = Team.objects.filter(members=user)
 
 
 @require_GET
@@ -63,7 +66,7 @@ def incident_new(request: HttpRequest) -> HttpResponse:
                 team=form.cleaned_data["team"],
                 title=form.cleaned_data["title"],
                 timezone=form.cleaned_data["timezone"] or "UTC",
-                user=request.user,  # type: ignore[arg-type]
+                user=request.user,
             )
         except ServiceError as exc:
             messages.error(request, str(exc))
@@ -97,8 +100,8 @@ def incident_timeline(request: HttpRequest, slug: str) -> HttpResponse:
             "analysis": analysis,
             "analysis_pending": pending,
             "analysis_failed": newest if failed else None,
-            "first_bad": (by_kind.get(FindingKind.FIRST_BAD) or [None])[0],
-            "last_good": (by_kind.get(FindingKind.LAST_GOOD) or [None])[0],
+            "first_bad": next(iter(by_kind.get(FindingKind.FIRST_BAD, [])), None),
+            "last_good": next(iter(by_kind.get(FindingKind.LAST_GOOD, [])), None),
             "suspects": by_kind.get(FindingKind.SUSPECT, []),
             "excluded": by_kind.get(FindingKind.EXCLUDED, []),
             "ruled_out": by_kind.get(FindingKind.RULED_OUT, []),
