@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Prefetch
 from django.utils.html import escape
 
 from timeline import charts, selectors
@@ -28,7 +27,6 @@ from timeline.models import (
     Evidence,
     Finding,
     Hypothesis,
-    HypothesisStatusChange,
     Incident,
     Note,
 )
@@ -52,28 +50,6 @@ def _user(u: Any) -> str:
 
 
 # --- reading -------------------------------------------------------------------------------------
-
-
-def _hypotheses(incident: Incident) -> list[Hypothesis]:
-    return list(
-        Hypothesis.objects.filter(incident=incident)
-        .select_related("author")
-        .prefetch_related(
-            Prefetch(
-                "evidence",
-                queryset=Evidence.objects.select_related(
-                    "event", "finding", "finding__analysis", "author"
-                ).order_by("created_at", "id"),
-            ),
-            Prefetch(
-                "status_changes",
-                queryset=HypothesisStatusChange.objects.select_related("actor").order_by(
-                    "at", "id"
-                ),
-            ),
-        )
-        .order_by("created_at", "id")
-    )
 
 
 def _evidence(e: Evidence) -> dict[str, Any]:
@@ -189,7 +165,7 @@ def document(incident: Incident) -> dict[str, Any]:
     diff = config_state.diff_states(merged, last_good, first_bad) if last_good and first_bad else []
     suspects = by_kind.get(FindingKind.SUSPECT, [])
     symptoms = by_kind.get(FindingKind.SYMPTOM, [])
-    hypotheses = _hypotheses(incident)
+    hypotheses = selectors.hypotheses_for(incident)
     notes = list(
         Note.objects.filter(incident=incident).select_related("author").order_by("at", "id")
     )

@@ -12,13 +12,13 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
 from django.http import Http404
 from tsdownsample import MinMaxLTTBDownsampler
 
 from timeline.choices import EventKind
-from timeline.models import Event, Incident, Series
+from timeline.models import Event, Evidence, Hypothesis, HypothesisStatusChange, Incident, Series
 
 # The panels shown without asking, in order; any other series can be picked.
 DEFAULT_PANELS: tuple[tuple[str, str], ...] = (
@@ -288,4 +288,28 @@ def series_names(incident: Incident) -> list[str]:
         .order_by("name")
         .values_list("name", flat=True)
         .distinct()
+    )
+
+
+def hypotheses_for(incident: Incident) -> list[Hypothesis]:
+    """The incident's hypotheses with their evidence and status history, oldest first, in
+    three queries whatever their number (the board, the panel and the postmortem read these)."""
+    return list(
+        Hypothesis.objects.filter(incident=incident)
+        .select_related("author")
+        .prefetch_related(
+            Prefetch(
+                "evidence",
+                queryset=Evidence.objects.select_related(
+                    "event", "finding", "finding__analysis", "author"
+                ).order_by("created_at", "id"),
+            ),
+            Prefetch(
+                "status_changes",
+                queryset=HypothesisStatusChange.objects.select_related("actor").order_by(
+                    "at", "id"
+                ),
+            ),
+        )
+        .order_by("created_at", "id")
     )

@@ -16,7 +16,6 @@ from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -33,7 +32,6 @@ from timeline.models import (
     Evidence,
     Finding,
     Hypothesis,
-    HypothesisStatusChange,
     Incident,
     Note,
 )
@@ -167,29 +165,6 @@ def _form_error(form: forms.Form) -> str:
     return "; ".join(parts)
 
 
-def _hypotheses(incident: Incident) -> list[Hypothesis]:
-    """Hypotheses with evidence and history in four queries, whatever their number."""
-    return list(
-        Hypothesis.objects.filter(incident=incident)
-        .select_related("author")
-        .prefetch_related(
-            Prefetch(
-                "evidence",
-                queryset=Evidence.objects.select_related("event", "finding", "author").order_by(
-                    "created_at", "id"
-                ),
-            ),
-            Prefetch(
-                "status_changes",
-                queryset=HypothesisStatusChange.objects.select_related("actor").order_by(
-                    "at", "id"
-                ),
-            ),
-        )
-        .order_by("created_at", "id")
-    )
-
-
 def _acceptable(incident: Incident, hypotheses: list[Hypothesis]) -> list[dict[str, Any]]:
     """Findings of the current analysis that can become hypotheses, and whether they have."""
     analysis = current_analysis(incident)
@@ -204,7 +179,7 @@ def _acceptable(incident: Incident, hypotheses: list[Hypothesis]) -> list[dict[s
 
 
 def _board_context(incident: Incident) -> dict[str, Any]:
-    hypotheses = _hypotheses(incident)
+    hypotheses = selectors.hypotheses_for(incident)
     for h in hypotheses:
         h.body_html = md(h.body)  # type: ignore[attr-defined]
     columns = [
