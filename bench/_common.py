@@ -155,38 +155,79 @@ def team_user_incident(slug: str) -> tuple[object, object, object]:
     return team, user, incident
 
 
-def copy_samples(rows_by_series: list[tuple[int, np.ndarray, np.ndarray]]) -> int:
-    """Load (series_id, ts_ms, values) arrays straight into timeline_sample by binary COPY."""
+ROWS_TABLE = "bench_sample_rows"
+
+
+def copy_samples(
+    rows_by_series: list[tuple[int, np.ndarray, np.ndarray]], *, rows_table: bool = False
+) -> int:
+    """Store (series_id, ts_ms, values) arrays as the loader does (hourly chunks by binary
+    COPY, per-minute rollups, each series' count and range).
+
+    With ``rows_table``, the same samples also go a row each into ``bench_sample_rows``, the
+    layout the product had until migration 0004 ((series_id, ts) primary key and a BRIN on ts):
+    the baselines that replay the original readers read it."""
     from django.db import connection, transaction
 
-    from ingest.loaders import copy_payload
-    from timeline.rollups import rollups_write
+    from ingest.loaders import SampleWriter
+    from timeline import samples
 
-    header = b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8
-    total = 0
     with transaction.atomic(), connection.cursor() as cur:
-        with cur.cursor.copy(
-            "COPY timeline_sample (series_id, ts, value) FROM STDIN (FORMAT BINARY)"
-        ) as copy:
-            copy.write(header)
-            for series_id, ts, values in rows_by_series:
-                copy.write(copy_payload(series_id, ts, values))
-                total += len(ts)
-            copy.write(b"\xff\xff")
-        # What the loader does after its COPY: the per-minute rollups, and each series' range.
-        rollups_write(rows_by_series)
-        for series_id, ts, _ in rows_by_series:
-            cur.execute(
-                "UPDATE timeline_series SET first_ts = to_timestamp(%s / 1000.0), "
-                "last_ts = to_timestamp(%s / 1000.0) WHERE id = %s",
-                [int(ts.min()), int(ts.max()), series_id],
-            )
-        cur.execute("ANALYZE timeline_sample")
+        writer = SampleWriter()
+        samples.copy_chunks(cur.cursor, writer.prepare(rows_by_series))
+        total = writer.finish()
+        cur.execute("ANALYZE timeline_samplechunk")
         cur.execute("ANALYZE timeline_samplerollup")
+        if rows_table:
+            create_rows_table(cur, ROWS_TABLE)
+            with cur.cursor.copy(
+                f"COPY {ROWS_TABLE} (series_id, ts, value) FROM STDIN (FORMAT BINARY)"
+            ) as copy:
+                copy.write(_ROWS_HEADER)
+                for series_id, ts, values in rows_by_series:
+                    copy.write(row_tuples(series_id, ts, values))
+                copy.write(b"\xff\xff")
+            cur.execute(f"ANALYZE {ROWS_TABLE}")
     return total
 
 
-def load_fleet_metrics(incident: object, scrapes: int, wedge_at_s: int) -> int:
+_ROWS_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
+_ROW = np.dtype(
+    [
+        ("nfields", ">i2"),
+        ("l1", ">i4"),
+        ("series", ">i8"),
+        ("l2", ">i4"),
+        ("ts", ">i8"),
+        ("l3", ">i4"),
+        ("value", ">f8"),
+    ]
+)
+
+
+def create_rows_table(cur: object, name: str) -> None:
+    """A table with the row-per-sample layout of DESIGN.md (timeline_sample until 0004)."""
+    cur.execute(  # type: ignore[attr-defined]
+        f"CREATE TABLE {name} (series_id bigint NOT NULL, ts timestamptz NOT NULL, "
+        f"value double precision NOT NULL, PRIMARY KEY (series_id, ts))"
+    )
+    cur.execute(f"CREATE INDEX {name}_ts_brin ON {name} USING brin (ts)")  # type: ignore[attr-defined]
+
+
+def row_tuples(series_id: int, ts_ms: np.ndarray, values: np.ndarray) -> bytes:
+    """One series' samples as binary COPY tuples of (series_id, ts, value)."""
+    rows = np.empty(len(ts_ms), dtype=_ROW)
+    rows["nfields"] = 3
+    rows["l1"] = rows["l2"] = rows["l3"] = 8
+    rows["series"] = series_id
+    rows["ts"] = (ts_ms - 946_684_800_000) * 1000
+    rows["value"] = values
+    return rows.tobytes()
+
+
+def load_fleet_metrics(
+    incident: object, scrapes: int, wedge_at_s: int, *, rows_table: bool = False
+) -> int:
     """200 series over 8 nodes; each exporter (SGLang, DCGM per node) scrapes with its own
     jitter, so the series of one target share timestamps and the targets differ."""
     from timeline.models import Series
@@ -214,7 +255,6 @@ def load_fleet_metrics(incident: object, scrapes: int, wedge_at_s: int) -> int:
                 name=name,
                 labels={"model_name": "deepseek-ai/DeepSeek-V4", "instance": f"{host}:30000"},
                 type="gauge",
-                sample_count=scrapes,
             )
             rows.append((s.pk, sg_ts, v.astype(np.float64)))
         for g in range(GPUS):
@@ -228,8 +268,7 @@ def load_fleet_metrics(incident: object, scrapes: int, wedge_at_s: int) -> int:
                     name=name,
                     labels={"gpu": str(g), "Hostname": host, "modelName": "RTX PRO 6000"},
                     type="gauge",
-                    sample_count=scrapes,
                 )
                 rows.append((s.pk, dc_ts, v.astype(np.float64)))
     # 8 nodes x (9 + 16) = 200 series.
-    return copy_samples(rows)
+    return copy_samples(rows, rows_table=rows_table)

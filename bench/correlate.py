@@ -194,7 +194,7 @@ def load_inputs_orm(incident: object) -> object:
         )
         for series_id, name, labels in cur.fetchall():
             cur.execute(
-                "SELECT EXTRACT(EPOCH FROM ts)::float8, value FROM timeline_sample "
+                "SELECT EXTRACT(EPOCH FROM ts)::float8, value FROM bench_sample_rows "
                 "WHERE series_id = %s ORDER BY ts",
                 [series_id],
             )
@@ -229,18 +229,18 @@ def main() -> None:
     args = parser.parse_args()
     _common.setup("correlate", time_limit=args.time_limit)
 
-    from timeline import analysis
+    from timeline import analysis, samples
     from timeline.correlation import engine
-    from timeline.models import Finding, Incident, Sample
+    from timeline.models import Finding, Incident
 
     _, _, incident = _common.team_user_incident("correlate-bench")
     wedge_at_s = int(args.scrapes * 0.85)
     print("loading")
     with _common.timed("COPY samples"):
-        n_samples = _common.load_fleet_metrics(incident, args.scrapes, wedge_at_s)
+        n_samples = _common.load_fleet_metrics(incident, args.scrapes, wedge_at_s, rows_table=True)
     with _common.timed("COPY events"):
         n_events = load_events(incident, args.events, args.scrapes, wedge_at_s)
-    assert Sample.objects.count() == n_samples
+    assert samples.count() == n_samples
     print(f"  {n_events:,} events, {n_samples:,} samples")
 
     print(f"\ntimings (best of {args.repeat})")

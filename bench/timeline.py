@@ -56,7 +56,7 @@ def fetchall_downsampled(series: list, start: dt.datetime | None, end: dt.dateti
     from tsdownsample import MinMaxLTTBDownsampler
 
     sql = (
-        "SELECT series_id, (EXTRACT(EPOCH FROM ts) * 1000)::int8, value FROM timeline_sample "
+        "SELECT series_id, (EXTRACT(EPOCH FROM ts) * 1000)::int8, value FROM bench_sample_rows "
         "WHERE series_id = ANY(%s)"
     )
     params: list = [[s.pk for s in series]]
@@ -288,13 +288,15 @@ def main() -> None:
     args = parser.parse_args()
     _common.setup("timeline", time_limit=args.time_limit)
 
-    from timeline.models import Sample
+    from timeline import samples
 
     _, user, incident = _common.team_user_incident("timeline-bench")
     print("loading")
     with _common.timed(f"COPY {200 * args.seconds:,} samples"):
-        n = _common.load_fleet_metrics(incident, args.seconds, int(args.seconds * 0.85))
-    assert Sample.objects.count() == n
+        n = _common.load_fleet_metrics(
+            incident, args.seconds, int(args.seconds * 0.85), rows_table=True
+        )
+    assert samples.count() == n
     sel = bench_selector(incident, args.seconds, 3)
     client = bench_client(user, incident.slug, args.seconds, args.repeat)
     load = load_run(

@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from django.db import IntegrityError, connection, transaction
+from django.db import connection
 
 from ingest.parsers.types import (
     KIND_CONFIG_CHANGE,
@@ -20,27 +20,11 @@ from ingest.parsers.types import (
     EventRecord,
     SampleBlock,
 )
+from timeline import samples
 from timeline.models import Artifact, ConfigChange, Event, Incident, Series
-from timeline.rollups import rollups_rebuild, rollups_write
+from timeline.rollups import merge_rollups, rollup, rollups_delete_range, rollups_store
 
 EVENT_BATCH = 2000
-PG_EPOCH_MS = 946_684_800_000  # 2000-01-01T00:00:00Z, the zero of Postgres binary timestamps
-COPY_CHUNK_ROWS = 500_000
-
-# One binary COPY tuple: field count, then (length, value) for series_id, ts, value.
-_COPY_ROW = np.dtype(
-    [
-        ("nfields", ">i2"),
-        ("l1", ">i4"),
-        ("series", ">i8"),
-        ("l2", ">i4"),
-        ("ts", ">i8"),
-        ("l3", ">i4"),
-        ("value", ">f8"),
-    ]
-)
-COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"
-COPY_TRAILER = b"\xff\xff"
 
 
 def fingerprint(kind: str, key: str) -> str:
@@ -173,10 +157,8 @@ def load_config_changes(
 def load_samples(
     incident: Incident, artifact: Artifact | None, blocks: Iterable[SampleBlock]
 ) -> int:
-    """Create missing series, then COPY every sample in binary. Returns samples written.
-
-    One COPY carries every series (no round trip or savepoint per series); the series rows are
-    looked up and created in bulk, and their counts and time ranges updated in one statement."""
+    """Create missing series, then store every sample as hourly chunks (one binary COPY for
+    the new hours, a merge for hours already stored). Returns samples written."""
     blocks = [b for b in blocks if len(b.ts_ms)]
     if not blocks:
         return 0
@@ -185,20 +167,86 @@ def load_samples(
         (sid, np.frombuffer(b.ts_ms, dtype=np.int64), np.frombuffer(b.values, dtype=np.float64))
         for sid, b in zip(series_ids, blocks, strict=True)
     ]
-    try:
-        with transaction.atomic():
-            _copy_into("timeline_sample", columns)
-        written = {sid: len(ts) for sid, ts, _ in columns}
-    except IntegrityError:
-        # Rows for some of these times exist already (an overlapping export of the same
-        # series): load through a staging table and keep the values already stored.
-        written = _copy_merging(columns)
-        # Some samples were already stored: recount those series' rollups from the table.
-        rollups_rebuild([sid for sid, _, _ in columns])
-    else:
-        rollups_write(columns)
-    _update_series_stats(columns, written)
-    return sum(written.values())
+    store = SampleWriter()
+    payload = store.prepare(columns)
+    if payload:
+        with connection.cursor() as cur, connection.wrap_database_errors:
+            samples.copy_chunks(cur.cursor, payload)
+    return store.finish()
+
+
+class SampleWriter:
+    """The samples of one load, written as hourly chunks (timeline.samples).
+
+    ``prepare`` takes a batch of (series id, times in ms, values), merges the hours that are
+    stored already (at once, on the caller's connection) and returns the COPY payload of the
+    new hours, for the caller to send; ``finish`` writes the per-minute rollups and the series'
+    counts and time ranges. A batch should hold whole hours: an hour met again in a later batch
+    is merged into the stored chunk, correct but slower."""
+
+    def __init__(self) -> None:
+        self.stats: dict[int, list[int]] = {}  # series id -> [added, first ms, last ms]
+        self.rollup_parts: dict[int, list[dict[str, np.ndarray]]] = {}
+
+    def prepare(self, columns: Sequence[tuple[int, np.ndarray, np.ndarray]]) -> bytes:
+        by_id: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+        for sid, ts, values in columns:  # one series may come in several blocks
+            if len(ts):
+                by_id.setdefault(sid, []).append((ts, values))
+        chunks: list[samples.Chunk] = []
+        for sid, pieces in by_id.items():
+            if len(pieces) == 1:
+                ts, values = pieces[0]
+            else:  # in the order given: the first value of a repeated time wins
+                ts = np.concatenate([p[0] for p in pieces])
+                values = np.concatenate([p[1] for p in pieces])
+            chunks.extend(samples.split(sid, ts, values))
+        if not chunks:
+            return b""
+        hours = [c.bucket_ms for c in chunks]
+        stored = samples.stored_hours(sorted({c.series_id for c in chunks}), min(hours), max(hours))
+        fresh = [c for c in chunks if (c.series_id, c.bucket_ms) not in stored]
+        merged, added = samples.merge_into_stored(
+            [c for c in chunks if (c.series_id, c.bucket_ms) in stored]
+        )
+        for c in fresh:
+            added[c.series_id] = added.get(c.series_id, 0) + len(c.ts_ms)
+        for c in chunks:
+            lo, hi = int(c.ts_ms[0]), int(c.ts_ms[-1])
+            entry = self.stats.get(c.series_id)
+            if entry is None:
+                self.stats[c.series_id] = [0, lo, hi]
+            else:
+                entry[1], entry[2] = min(entry[1], lo), max(entry[2], hi)
+        for sid, n in added.items():
+            self.stats[sid][0] += n
+        # Rollups: the new hours of each series in one go; a merged hour replaces its minutes.
+        by_series: dict[int, list[samples.Chunk]] = {}
+        for c in fresh:
+            by_series.setdefault(c.series_id, []).append(c)
+        for sid, group in by_series.items():
+            ts = np.concatenate([c.ts_ms for c in group])
+            values = np.concatenate([c.values for c in group])
+            self.rollup_parts.setdefault(sid, []).append(rollup(ts, values))
+        for c in merged:
+            self._replace_hour(c)
+        return samples.copy_payload(fresh)
+
+    def _replace_hour(self, chunk: samples.Chunk) -> None:
+        lo, hi = chunk.bucket_ms, chunk.bucket_ms + samples.CHUNK_MS
+        rollups_delete_range(chunk.series_id, lo, hi)
+        parts = self.rollup_parts.setdefault(chunk.series_id, [])
+        for i, part in enumerate(parts):
+            outside = (part["bucket"] < lo) | (part["bucket"] >= hi)
+            if not outside.all():
+                parts[i] = {k: v[outside] for k, v in part.items()}
+        parts.append(rollup(chunk.ts_ms, chunk.values))
+
+    def finish(self) -> int:
+        """Rollups and series upkeep; returns the samples added by this load."""
+        rollups_store([(sid, merge_rollups(parts)) for sid, parts in self.rollup_parts.items()])
+        update_series_stats(self.stats)
+        return sum(n for n, _, _ in self.stats.values())
 
 
 def _series_key(name: str, labels: dict[str, str]) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -242,21 +290,6 @@ def series_ids_for(
     return [found[key] for key in wanted]
 
 
-def _update_series_stats(
-    columns: list[tuple[int, np.ndarray, np.ndarray]], written: dict[int, int]
-) -> None:
-    """Add what was written to each series' count and widen its time range."""
-    stats: dict[int, list[int]] = {}
-    for sid, ts, _ in columns:
-        lo, hi = int(ts.min()), int(ts.max())
-        if sid in stats:
-            stats[sid][1] = min(stats[sid][1], lo)
-            stats[sid][2] = max(stats[sid][2], hi)
-        else:
-            stats[sid] = [written.get(sid, 0), lo, hi]
-    update_series_stats(stats)
-
-
 def update_series_stats(stats: dict[int, list[int]]) -> None:
     """``stats``: series id -> [samples written, first ms, last ms]; one UPDATE for all."""
     if not stats:
@@ -277,57 +310,6 @@ def update_series_stats(stats: dict[int, list[int]]) -> None:
                 [stats[sid][2] for sid in ids],
             ],
         )
-
-
-def copy_payload(series_id: int, ts_ms: np.ndarray, values: np.ndarray) -> bytes:
-    """The rows of one series as Postgres binary COPY tuples (no header or trailer)."""
-    return copy_rows(series_id, ts_ms, values)
-
-
-def copy_rows(series: np.ndarray | int, ts_ms: np.ndarray, values: np.ndarray) -> bytes:
-    """Rows as Postgres binary COPY tuples; ``series`` is one id or an id per row."""
-    rows = np.empty(len(ts_ms), dtype=_COPY_ROW)
-    rows["nfields"] = 3
-    rows["l1"] = 8
-    rows["series"] = series
-    rows["l2"] = 8
-    rows["ts"] = (ts_ms - PG_EPOCH_MS) * 1000
-    rows["l3"] = 8
-    rows["value"] = values
-    return rows.tobytes()
-
-
-def _copy_merging(columns: list[tuple[int, np.ndarray, np.ndarray]]) -> dict[int, int]:
-    """COPY into a staging table, then insert what is not stored yet; returns rows written
-    per series."""
-    with connection.cursor() as cur:
-        cur.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS sample_staging "
-            "(LIKE timeline_sample INCLUDING DEFAULTS) ON COMMIT DROP"
-        )
-        cur.execute("TRUNCATE sample_staging")
-    _copy_into("sample_staging", columns)
-    with connection.cursor() as cur:
-        cur.execute(
-            "WITH ins AS (INSERT INTO timeline_sample (series_id, ts, value) "
-            "SELECT DISTINCT ON (series_id, ts) series_id, ts, value FROM sample_staging "
-            "ORDER BY series_id, ts ON CONFLICT (series_id, ts) DO NOTHING RETURNING series_id) "
-            "SELECT series_id, count(*) FROM ins GROUP BY series_id"
-        )
-        return dict(cur.fetchall())
-
-
-def _copy_into(table: str, columns: list[tuple[int, np.ndarray, np.ndarray]]) -> None:
-    # The psycopg cursor under Django's wrapper; its errors are mapped to Django's own (so
-    # that load_samples sees an IntegrityError on overlapping rows).
-    sql = f"COPY {table} (series_id, ts, value) FROM STDIN (FORMAT BINARY)"
-    with connection.cursor() as cur, connection.wrap_database_errors, cur.cursor.copy(sql) as copy:
-        copy.write(COPY_HEADER)
-        for series_id, ts_ms, values in columns:
-            for start in range(0, len(ts_ms), COPY_CHUNK_ROWS):
-                end = start + COPY_CHUNK_ROWS
-                copy.write(copy_payload(series_id, ts_ms[start:end], values[start:end]))
-        copy.write(COPY_TRAILER)
 
 
 def _jsonable(value: object) -> object:

@@ -8,8 +8,9 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from timeline import samples
 from timeline.choices import FindingKind, RunStatus
-from timeline.models import Analysis, Artifact, ConfigChange, Event, Incident, Sample
+from timeline.models import Analysis, Artifact, ConfigChange, Event, Incident, Series
 
 CULPRIT = "SGLANG_SM120_MMA_TARGET_CTAS"
 
@@ -19,7 +20,7 @@ def _counts(incident: Incident) -> tuple[int, int, int, int]:
         Artifact.objects.filter(incident=incident).count(),
         Event.objects.filter(incident=incident).count(),
         ConfigChange.objects.filter(incident=incident).count(),
-        Sample.objects.filter(series__incident=incident).count(),
+        samples.count(list(Series.objects.filter(incident=incident).values_list("pk", flat=True))),
     )
 
 

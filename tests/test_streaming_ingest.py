@@ -1,33 +1,34 @@
-"""Big Prometheus text files are parsed and COPYed part by part: same rows as the whole-file
-path, the same errors, and the same merge of overlapping samples."""
+"""Big Prometheus text files are parsed and COPYed part by part: the same samples as the
+whole-file path, the same errors, and overlapping samples merged."""
 
 from __future__ import annotations
 
 import pytest
-from django.db import connection
 
 from ingest import services, streaming
 from ingest.parsers import prometheus
+from timeline import samples
 from timeline.choices import RunStatus
-from timeline.models import Sample, SampleRollup, Series
+from timeline.models import SampleRollup, Series
 from timeline.services import incident_create
 
 T0 = 1_795_190_400_000  # 2026-11-20T08:00:00Z
 
 
-def _exposition(scrapes: int, start: int = 0) -> bytes:
+def _exposition(scrapes: int, start: int = 0, step_ms: int = 1000, bump: float = 0) -> bytes:
     lines = [
         "# HELP sglang:num_running_reqs Running requests.",
         "# TYPE sglang:num_running_reqs gauge",
     ]
     for i in range(start, start + scrapes):
-        ts = T0 + i * 1000
+        ts = T0 + i * step_ms
         for gpu in range(8):
             lines.append(
                 f'DCGM_FI_DEV_GPU_UTIL{{gpu="{gpu}",Hostname="dsv4-node-1"}} '
-                f"{(i * 7 + gpu) % 100} {ts}"
+                f"{(i * 7 + gpu) % 100 + bump} {ts}"
             )
-        lines.append(f'sglang:num_running_reqs{{model_name="dsv4",tp_rank="0"}} {i % 13} {ts}')
+        running = i % 13 + bump
+        lines.append(f'sglang:num_running_reqs{{model_name="dsv4",tp_rank="0"}} {running} {ts}')
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -44,14 +45,23 @@ def _ingest(incident, name: str, data: bytes):
 
 
 def _rows(incident) -> list[tuple]:
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT s.name, s.labels::text, s.type, s.help, s.sample_count, s.first_ts, "
-            "s.last_ts, count(*), sum(x.value) FROM timeline_series s JOIN timeline_sample x "
-            "ON x.series_id = s.id WHERE s.incident_id = %s GROUP BY s.id ORDER BY 1, 2",
-            [incident.pk],
+    """Each series with its stored samples (times and values, in full)."""
+    series = list(Series.objects.filter(incident=incident).order_by("name", "labels"))
+    stored = samples.read([s.pk for s in series])
+    return [
+        (
+            s.name,
+            s.labels,
+            s.type,
+            s.help,
+            s.sample_count,
+            s.first_ts,
+            s.last_ts,
+            stored[s.pk][0].tolist(),
+            stored[s.pk][1].tolist(),
         )
-        return cur.fetchall()
+        for s in series
+    ]
 
 
 def test_a_streamed_file_loads_exactly_what_the_whole_file_path_loads(team, small_parts):
@@ -76,17 +86,29 @@ def test_a_step_back_across_parts_fails_with_its_line_and_writes_nothing(team, s
     artifact = _ingest(incident_create(team=team, title="bad"), "bad.prom", data)
     assert artifact.status == RunStatus.FAILED
     assert "bad.prom:27005: timestamp going backwards" in artifact.error
-    assert Sample.objects.count() == 0
+    assert samples.count() == 0
     assert SampleRollup.objects.count() == 0
 
 
-def test_samples_already_stored_take_the_merge_path(team, small_parts):
+def test_samples_already_stored_are_merged_and_keep_their_values(team, small_parts):
+    # 5 s apart: 2000 scrapes span three hours, the second file half of them again and more.
     incident = incident_create(team=team, title="overlap")
-    assert _ingest(incident, "first.prom", _exposition(2000)).status == RunStatus.DONE
-    second = _ingest(incident, "second.prom", _exposition(2000, start=1000))
+    first = _ingest(incident, "first.prom", _exposition(2000, step_ms=5000))
+    assert first.status == RunStatus.DONE, first.error
+    second = _ingest(incident, "second.prom", _exposition(2000, 1000, step_ms=5000, bump=0.5))
     assert second.status == RunStatus.DONE, second.error
-    assert "streamed" not in second.counts
-    assert Sample.objects.filter(series__incident=incident).count() == 9 * 3000
+    assert second.counts["streamed"] is True
+    assert second.counts["samples"] == 9 * 1000  # only the times not stored yet
+    running = Series.objects.get(incident=incident, name="sglang:num_running_reqs")
+    assert running.sample_count == 3000
+    ((ts, values),) = samples.read([running.pk]).values()
+    assert ts.tolist() == [T0 + i * 5000 for i in range(3000)]
+    assert values.tolist() == [i % 13 + (0.5 if i >= 2000 else 0) for i in range(3000)]
+    # The rollups of the merged hours are those of the merged samples.
+    rollup_rows = SampleRollup.objects.filter(series=running)
+    assert sum(rollup_rows.values_list("n", flat=True)) == 3000
+    assert rollup_rows.count() == 250  # 3000 samples 5 s apart: 250 minutes
+    assert samples.count([s.pk for s in Series.objects.filter(incident=incident)]) == 9 * 3000
 
 
 @pytest.mark.django_db(transaction=True)
@@ -129,10 +151,24 @@ def test_progress_of_a_streamed_ingest_is_visible_while_it_runs(team, small_part
         midway = Artifact.objects.get(pk=artifact.pk)
         assert midway.status == RunStatus.RUNNING
         assert 0.05 < midway.progress < 0.95
-        assert Sample.objects.count() == 0  # nothing visible before the commit
+        assert samples.count() == 0  # nothing visible before the commit
     finally:
         release.set()
         worker.join(timeout=60)
     done = Artifact.objects.get(pk=artifact.pk)
     assert (done.status, done.progress) == (RunStatus.DONE, 1.0)
-    assert Sample.objects.count() == 27_000
+    assert samples.count() == 27_000
+
+
+def test_big_bytes_are_hashed_while_written_and_stored_once(team, monkeypatch):
+    monkeypatch.setattr(services, "PARALLEL_STORE_BYTES", 1)
+    incident = incident_create(team=team, title="stored once")
+    data = _exposition(100)
+    first, created = services.artifact_register_bytes(incident=incident, name="a.prom", data=data)
+    again, created_again = services.artifact_register_bytes(
+        incident=incident, name="b.prom", data=data
+    )
+    assert created and not created_again and again.pk == first.pk
+    folder = services._upload_dir(incident)
+    assert sorted(p.name for p in folder.iterdir()) == [first.sha256]  # no .part left
+    assert (folder / first.sha256).read_bytes() == data

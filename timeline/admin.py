@@ -1,4 +1,4 @@
-"""Admin registrations (Sample is left out: millions of rows, composite key)."""
+"""Admin registrations (sample chunks are left out: packed arrays, composite key)."""
 
 from django.contrib import admin
 from django.db.models import QuerySet

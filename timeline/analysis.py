@@ -15,6 +15,7 @@ import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
+from timeline import samples
 from timeline.choices import EventKind, FindingKind, RunStatus
 from timeline.correlation import engine
 from timeline.correlation.types import (
@@ -167,7 +168,7 @@ def _attr_score(text: str | None, json_type: str | None) -> float | None:
 def _load_series(incident: Incident) -> tuple[Series, ...]:
     """The engine's series with all their samples.
 
-    Each series comes back as one row: its timestamps and values packed by the server into two
+    Each series comes back as one row: its hourly chunks concatenated by the server into two
     bytea strings (big-endian int8 microseconds since 2000, and float8) that numpy reads with
     no Python object per sample. The series of one scrape target share their timestamps, so
     each distinct timestamp column becomes datetimes once and the tuple is shared (the engine
@@ -182,25 +183,13 @@ def _load_series(incident: Incident) -> tuple[Series, ...]:
         series_rows = cur.fetchall()
         if not series_rows:
             return ()
-        # string_agg takes the rows in the order of the sorted subquery (primary key order,
-        # straight off the index); an ORDER BY inside the aggregate would sort every series
-        # again (3x slower). The order is checked below all the same.
-        cur.execute(
-            "SELECT series_id, string_agg(timestamptz_send(ts), ''::bytea), "
-            "string_agg(float8send(value), ''::bytea) FROM (SELECT series_id, ts, value "
-            "FROM timeline_sample WHERE series_id = ANY(%s) ORDER BY series_id, ts) AS s "
-            "GROUP BY series_id",
-            [[row[0] for row in series_rows]],
-        )
-        packed = {sid: (stamps, values) for sid, stamps, values in cur.fetchall()}
+    packed = samples.read_packed([row[0] for row in series_rows])
     shared: dict[bytes, tuple[dt.datetime, ...]] = {}
     out = []
     for series_id, name, labels in series_rows:
         if series_id not in packed:
             continue
-        raw_ts, raw_values = packed[series_id]
-        ts_us = np.frombuffer(raw_ts, dtype=">i8").astype(np.int64)
-        values = np.frombuffer(raw_values, dtype=">f8").astype(np.float64)
+        ts_us, values = samples.decode_us(*packed[series_id])
         if ts_us.size > 1 and not (ts_us[1:] > ts_us[:-1]).all():
             order = np.argsort(ts_us, kind="stable")
             ts_us, values = ts_us[order], values[order]

@@ -7,7 +7,7 @@ fingerprint, series identity), so re-ingesting the same bytes adds nothing.
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib.postgres.indexes import BrinIndex, GinIndex
+from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector
 from django.db import models
 from django.db.models import F, Q
@@ -189,26 +189,25 @@ class Series(models.Model):
         return self.name
 
 
-class Sample(models.Model):
-    """One value of a series at one time: the big table, loaded with COPY."""
+class SampleChunk(models.Model):
+    """One hour of one metric series: its sample times and values as two packed arrays.
 
-    pk = models.CompositePrimaryKey("series_id", "ts")
-    # No database FK: a per-row FK check would dominate COPY time. Samples are removed with their
-    # series by timeline.signals (one DELETE ... WHERE series_id IN ...), never row by row.
+    ``ts``: big-endian int8 microseconds since 2000-01-01 (a timestamptz's binary form);
+    ``vals``: big-endian float8; sorted by time, one value per time. Written and read through
+    timeline.samples, never row by row."""
+
+    pk = models.CompositePrimaryKey("series_id", "bucket")
+    # No database FK: samples are removed with their series by timeline.signals.
     series = models.ForeignKey(
         Series, on_delete=models.DO_NOTHING, db_index=False, db_constraint=False
     )
-    ts = models.DateTimeField()
-    value = models.FloatField()
-
-    class Meta:
-        indexes = [
-            # Time-range scans across series (wedge checks over a window); tiny next to a btree.
-            BrinIndex(fields=["ts"], name="sample_ts_brin"),
-        ]
+    bucket = models.DateTimeField()  # the hour's start
+    n = models.IntegerField()
+    ts = models.BinaryField()
+    vals = models.BinaryField()
 
     def __str__(self) -> str:
-        return f"{self.series_id}@{self.ts:%Y-%m-%dT%H:%M:%S}={self.value}"
+        return f"{self.series_id}@{self.bucket:%Y-%m-%dT%H}h ({self.n} samples)"
 
 
 class SampleRollup(models.Model):
@@ -218,7 +217,7 @@ class SampleRollup(models.Model):
     windows that fit read the samples themselves (timeline.selectors.series_downsampled)."""
 
     pk = models.CompositePrimaryKey("series_id", "bucket")
-    # No database FK, as for Sample: removed with their series by timeline.signals.
+    # No database FK, as for SampleChunk: removed with their series by timeline.signals.
     series = models.ForeignKey(
         Series, on_delete=models.DO_NOTHING, db_index=False, db_constraint=False
     )

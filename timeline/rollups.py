@@ -1,16 +1,19 @@
 """Per-minute rollups of metric series: min and max with the times they occurred, and a count.
 
-Computed with numpy from the arrays the loader already holds (no second scan of the samples)
-and written by binary COPY; overlapping loads merge in SQL. Reads serve whole-incident views of
-big series (timeline.selectors).
+Computed with numpy from the arrays the loader already holds (no second read of the samples)
+and written by binary COPY; an hour merged with an earlier load's has its minutes recomputed.
+Reads serve whole-incident views of big series (timeline.selectors).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 
 import numpy as np
 from django.db import IntegrityError, connection, transaction
+
+from timeline import samples
 
 BUCKET_MS = 60_000
 PG_EPOCH_MS = 946_684_800_000  # 2000-01-01T00:00:00Z, the zero of Postgres binary timestamps
@@ -91,10 +94,13 @@ def _reduce(
 
 
 def merge_rollups(parts: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """One series' rollups computed piece by piece (in time order), as one."""
+    """One series' rollups computed piece by piece, as one."""
     if len(parts) == 1:
         return parts[0]
     cat = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    if len(cat["bucket"]) > 1 and not (cat["bucket"][1:] >= cat["bucket"][:-1]).all():
+        order = np.argsort(cat["bucket"], kind="stable")
+        cat = {k: v[order] for k, v in cat.items()}
     return _reduce(cat["bucket"], cat["t_min"], cat["v_min"], cat["t_max"], cat["v_max"], cat["n"])
 
 
@@ -161,22 +167,24 @@ def rollups_store(items: Sequence[tuple[int, dict[str, np.ndarray]]]) -> int:
     return sum(len(p) // _ROW.itemsize for p in parts)
 
 
+def rollups_delete_range(series_id: int, start_ms: int, end_ms: int) -> None:
+    """Forget the buckets of one series in [start, end) (before they are computed again)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "DELETE FROM timeline_samplerollup WHERE series_id = %s AND bucket >= %s "
+            "AND bucket < %s",
+            [series_id, _aware(start_ms), _aware(end_ms)],
+        )
+
+
+def _aware(ms: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+
+
 def rollups_rebuild(series_ids: Sequence[int]) -> None:
-    """Recompute the rollups of these series from their samples (for samples loaded outside
-    the loader, e.g. a raw COPY)."""
+    """Recompute the rollups of these series from their stored samples (for samples written
+    around the loader)."""
     ids = list(series_ids)
     with connection.cursor() as cur:
         cur.execute("DELETE FROM timeline_samplerollup WHERE series_id = ANY(%s)", [ids])
-        cur.execute(
-            f"INSERT INTO timeline_samplerollup {_COLUMNS} "  # noqa: S608
-            "SELECT series_id, b, "
-            "(array_agg(ts ORDER BY value ASC NULLS LAST, ts))[1], "
-            "COALESCE(min(value), 'NaN'::float8), "
-            "(array_agg(ts ORDER BY value DESC NULLS LAST, ts))[1], "
-            "COALESCE(max(value), 'NaN'::float8), count(*) "
-            "FROM (SELECT series_id, ts, "
-            "CASE WHEN value = 'NaN' THEN NULL ELSE value END AS value, "
-            "date_bin('1 minute', ts, TIMESTAMPTZ '2000-01-01') AS b "
-            "FROM timeline_sample WHERE series_id = ANY(%s)) s GROUP BY series_id, b",
-            [ids],
-        )
+    rollups_store([(sid, rollup(ts, values)) for sid, (ts, values) in samples.read(ids).items()])

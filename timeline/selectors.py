@@ -11,12 +11,13 @@ import numpy as np
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Prefetch, Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
 from django.http import Http404
 from tsdownsample import MinMaxLTTBDownsampler
 
+from timeline import samples
 from timeline.choices import EventKind
 from timeline.models import Event, Evidence, Hypothesis, HypothesisStatusChange, Incident, Series
 
@@ -254,31 +255,12 @@ def _rollup_columns(
 def _sample_columns(
     series: list[Series], start: dt.datetime | None, end: dt.datetime | None
 ) -> dict[int, tuple[np.ndarray, np.ndarray, int]]:
-    """The window's samples, packed: one row per series whose timestamps and values the server
-    concatenates into two binary strings, read by numpy with no Python object per sample."""
-    if not series:
-        return {}
-    # string_agg takes the rows in the order of the sorted subquery (the primary key's, straight
-    # off the index scan); the caller checks the order all the same. JIT compilation costs more
-    # than it saves on this simple scan (~0.4 s per call).
-    sql = (
-        "SELECT series_id, string_agg(timestamptz_send(ts), ''::bytea), "
-        "string_agg(float8send(value), ''::bytea) FROM (SELECT series_id, ts, value "
-        "FROM timeline_sample WHERE series_id = ANY(%s) "
-        "AND ts >= COALESCE(%s::timestamptz, '-infinity') "
-        "AND ts <= COALESCE(%s::timestamptz, 'infinity') "
-        "ORDER BY series_id, ts) AS s GROUP BY series_id"
-    )
-    with transaction.atomic(), connection.cursor() as cur:
-        cur.execute("SET LOCAL jit = off")
-        cur.execute(sql, [[s.pk for s in series], start, end])
-        rows = cur.fetchall()
-    out = {}
-    for sid, raw_ts, raw_values in rows:
-        ts = np.frombuffer(raw_ts, dtype=">i8") // 1000 + _PG_EPOCH_MS
-        values = np.frombuffer(raw_values, dtype=">f8").astype(np.float64)
-        out[sid] = (ts, values, len(ts))
-    return out
+    """The window's samples: the hourly chunks that reach into it, concatenated per series by
+    the server and read by numpy with no Python object per sample."""
+    return {
+        sid: (ts, values, len(ts))
+        for sid, (ts, values) in samples.read([s.pk for s in series], start, end).items()
+    }
 
 
 def series_names(incident: Incident) -> list[str]:

@@ -1,4 +1,4 @@
-"""Samples and their rollups have no database FK (COPY speed): delete them in SQL before
+"""Sample chunks and their rollups have no database FK (COPY speed): delete them in SQL before
 their series go."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from timeline.models import Artifact, Incident
 def delete_incident_samples(sender: type, instance: Incident, **kwargs: Any) -> None:
     with connection.cursor() as cur:
         cur.execute(
-            "DELETE FROM timeline_sample WHERE series_id IN "
+            "DELETE FROM timeline_samplechunk WHERE series_id IN "
             "(SELECT id FROM timeline_series WHERE incident_id = %s)",
             [instance.pk],
         )
@@ -31,7 +31,7 @@ def delete_incident_samples(sender: type, instance: Incident, **kwargs: Any) -> 
 def delete_artifact_samples(sender: type, instance: Artifact, **kwargs: Any) -> None:
     with connection.cursor() as cur:
         cur.execute(
-            "DELETE FROM timeline_sample WHERE series_id IN "
+            "DELETE FROM timeline_samplechunk WHERE series_id IN "
             "(SELECT id FROM timeline_series WHERE artifact_id = %s)",
             [instance.pk],
         )

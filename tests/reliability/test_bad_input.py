@@ -21,9 +21,9 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from ingest import services
-from tests.reliability.helpers import row_counts
+from tests.reliability.helpers import row_counts, stored_samples
 from timeline.choices import RunStatus
-from timeline.models import Artifact, Sample
+from timeline.models import Artifact
 
 BAD = Path(__file__).resolve().parent.parent / "fixtures" / "bad"
 GOOD_METRICS = BAD.parent / "metrics" / "two_scrapes.prom"
@@ -102,11 +102,8 @@ def test_bad_json_point_names_the_json_path(baseline, name):
 def test_nan_and_inf_are_valid_values_and_load(incident):
     artifact = _ingest_file(incident, BAD / "nan_inf.prom")
     assert artifact.status == RunStatus.DONE, artifact.error
-    values = list(
-        Sample.objects.filter(series__incident=incident)
-        .order_by("ts")
-        .values_list("value", flat=True)
-    )
+    ((_, stored),) = stored_samples(incident).values()
+    values = stored.tolist()
     assert len(values) == 5
     assert values[0] == 88.5 and values[4] == 0
     assert values[1] != values[1]  # NaN survives the binary COPY as NaN

@@ -1,0 +1,128 @@
+"""Samples stored as hourly chunks: cut at the hours, one value per time, merges that keep what
+is stored, windows read to the millisecond, and the migration from a row per sample."""
+
+from __future__ import annotations
+
+import datetime as dt
+from array import array
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from ingest import loaders
+from ingest.parsers.types import SampleBlock, SeriesKey
+from timeline import samples
+from timeline.models import SampleChunk, SampleRollup, Series
+
+T0 = 1_795_190_400_000  # 2026-11-20T08:00:00Z in ms, an hour's start
+HOUR = samples.CHUNK_MS
+
+
+def _block(ts_ms, values, name: str = "sglang:num_running_reqs") -> SampleBlock:
+    return SampleBlock(
+        key=SeriesKey(name, (("tp_rank", "0"),)),
+        ts_ms=array("q", [int(t) for t in ts_ms]),
+        values=array("d", [float(v) for v in values]),
+    )
+
+
+def _aware(ms: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+
+
+def test_split_sorts_keeps_the_first_value_of_a_repeated_time_and_cuts_at_hours() -> None:
+    ts = np.array([T0 + HOUR + 5, T0 + 10, T0 + HOUR - 1, T0 + 10, T0 + 2 * HOUR])
+    values = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    chunks = samples.split(7, ts, values)
+    assert [c.bucket_ms for c in chunks] == [T0, T0 + HOUR, T0 + 2 * HOUR]
+    assert chunks[0].ts_ms.tolist() == [T0 + 10, T0 + HOUR - 1]
+    assert chunks[0].values.tolist() == [2.0, 3.0]  # the first of the two values at T0 + 10
+    assert [c.values.tolist() for c in chunks[1:]] == [[1.0], [5.0]]
+
+
+def test_encoding_round_trips_nan_infinities_and_milliseconds() -> None:
+    ts = np.array([T0, T0 + 1, T0 + 999], dtype=np.int64)
+    values = np.array([np.nan, np.inf, -0.5])
+    back_ts, back_values = samples.decode_ms(*samples.encode(ts, values))
+    assert back_ts.tolist() == ts.tolist()
+    assert np.isnan(back_values[0]) and back_values[1:].tolist() == [np.inf, -0.5]
+
+
+def test_a_load_writes_one_chunk_per_hour_and_reads_back_any_window(incident) -> None:
+    ts = T0 + np.arange(0, 3 * HOUR, 1000, dtype=np.int64)  # three hours at 1 s
+    values = np.arange(len(ts), dtype=np.float64)
+    assert loaders.load_samples(incident, None, [_block(ts, values)]) == len(ts)
+    series = Series.objects.get(incident=incident)
+    assert series.sample_count == 10_800
+    assert (series.first_ts, series.last_ts) == (_aware(int(ts[0])), _aware(int(ts[-1])))
+    chunks = SampleChunk.objects.filter(series=series).order_by("bucket")
+    assert [(c.bucket, c.n) for c in chunks] == [(_aware(T0 + h * HOUR), 3600) for h in range(3)]
+    # A window across an hour's edge, to the millisecond on both sides.
+    start, end = _aware(T0 + HOUR - 2000), _aware(T0 + HOUR + 2000)
+    ((got_ts, got_values),) = samples.read([series.pk], start, end).values()
+    assert got_ts.tolist() == [T0 + HOUR + d for d in (-2000, -1000, 0, 1000, 2000)]
+    assert got_values.tolist() == [3598.0, 3599.0, 3600.0, 3601.0, 3602.0]
+    assert samples.read([series.pk], _aware(T0 - 10_000), _aware(T0 - 1)) == {}
+    assert sum(SampleRollup.objects.filter(series=series).values_list("n", flat=True)) == 10_800
+
+
+def test_a_second_load_merges_into_stored_hours_and_stored_values_win(incident) -> None:
+    first = T0 + np.arange(0, 90 * 60_000, 60_000, dtype=np.int64)  # 90 minutes, 1 per minute
+    loaders.load_samples(incident, None, [_block(first, np.full(len(first), 1.0))])
+    second = T0 + np.arange(60 * 60_000, 150 * 60_000, 60_000, dtype=np.int64)
+    later = np.full(len(second), 2.0)
+    later[-1] = 99.0
+    added = loaders.load_samples(incident, None, [_block(second, later)])
+    assert added == 60  # minutes 90..149: the other 30 were stored already
+    series = Series.objects.get(incident=incident)
+    assert series.sample_count == 150
+    ((ts, values),) = samples.read([series.pk]).values()
+    assert ts.tolist() == (T0 + np.arange(150) * 60_000).tolist()
+    assert values.tolist() == [1.0] * 90 + [2.0] * 59 + [99.0]
+    assert SampleChunk.objects.filter(series=series).count() == 3
+    rollup_rows = list(SampleRollup.objects.filter(series=series).values_list("v_max", "n"))
+    assert len(rollup_rows) == 150 and {n for _, n in rollup_rows} == {1}
+    assert max(v for v, _ in rollup_rows) == 99.0
+    # The same bytes again add nothing.
+    assert loaders.load_samples(incident, None, [_block(second, later)]) == 0
+    assert samples.count([series.pk]) == 150
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_moves_rows_into_hourly_chunks_losing_nothing(team) -> None:
+    from timeline.services import incident_create
+
+    incident = incident_create(team=team, title="migrated")
+    series = Series.objects.create(incident=incident, name="m", labels={})
+    call_command("migrate", "timeline", "0003", verbosity=0)
+    try:
+        with connection.cursor() as cur:
+            cur.execute(
+                "INSERT INTO timeline_sample (series_id, ts, value) "
+                "SELECT %s, to_timestamp((%s + i * 1500) / 1000.0), i * 0.25 "
+                "FROM generate_series(0, 5999) AS i",
+                [series.pk, T0 - 30_000],
+            )
+    finally:
+        call_command("migrate", "timeline", verbosity=0)
+    ((ts, values),) = samples.read([series.pk]).values()
+    assert ts.tolist() == [T0 - 30_000 + i * 1500 for i in range(6000)]
+    assert values.tolist() == [i * 0.25 for i in range(6000)]
+    buckets = list(SampleChunk.objects.filter(series=series).values_list("bucket", "n"))
+    assert sorted(buckets) == [
+        (_aware(T0 - HOUR), 20),
+        (_aware(T0), 2400),
+        (_aware(T0 + HOUR), 2400),
+        (_aware(T0 + 2 * HOUR), 1180),
+    ]
+
+
+def test_one_series_in_two_blocks_of_one_load_is_stored_once(incident) -> None:
+    ts = T0 + np.arange(0, 120_000, 1000, dtype=np.int64)
+    blocks = [_block(ts[:80], np.full(80, 1.0)), _block(ts[40:], np.full(80, 2.0))]
+    assert loaders.load_samples(incident, None, blocks) == 120
+    ((got_ts, values),) = samples.read(list(Series.objects.values_list("pk", flat=True))).values()
+    assert got_ts.tolist() == ts.tolist()
+    assert values.tolist() == [1.0] * 80 + [2.0] * 40
