@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
+import mmap
 import os
 import shutil
 import tarfile
@@ -600,12 +601,15 @@ class _NotStreamed(Exception):
 def _ingest_streaming(artifact: Artifact, started: float) -> Artifact | None:
     """A big Prometheus text file, parsed and COPYed part by part in one transaction.
     Returns None when the file must take the whole-file path (which names any bad line)."""
+    # Mapped, not read: the parser takes ~4 MiB pieces of it, and no copy of the whole file is
+    # made (~1 s and 500 MiB of memory saved on a 500 MiB file).
     try:
-        data = (Path(settings.UPLOAD_ROOT).resolve() / artifact.path).read_bytes()
-    except OSError as exc:
+        with open(Path(settings.UPLOAD_ROOT).resolve() / artifact.path, "rb") as src:
+            data = mmap.mmap(src.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as exc:
         return _fail(artifact, f"{artifact.name}: {exc}")
     try:
-        with transaction.atomic():
+        with data, transaction.atomic():
             locked = _lock_for_load(artifact)
             if locked.status == RunStatus.DONE:
                 return locked

@@ -8,6 +8,7 @@ the next; it waits for the COPY before its own queries (one statement in flight 
 
 from __future__ import annotations
 
+import mmap
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
@@ -19,7 +20,7 @@ from ingest.parsers import prometheus
 from ingest.parsers.types import ParseContext, SampleBlock
 from ingest.progress import ProgressReporter
 from timeline import samples
-from timeline.models import Artifact, Incident, Series
+from timeline.models import Artifact, Incident
 
 # Below this the whole-file path is as fast and simpler.
 STREAM_MIN_BYTES = 32 * 1024 * 1024
@@ -31,7 +32,7 @@ def _copy(raw: psycopg.Connection, payload: bytes) -> None:
 
 
 def stream_exposition(
-    incident: Incident, artifact: Artifact, data: bytes, ctx: ParseContext
+    incident: Incident, artifact: Artifact, data: bytes | mmap.mmap, ctx: ParseContext
 ) -> tuple[int, int] | None:
     """Load a Prometheus text file part by part; returns (samples, series) written, or None
     when the file must take the whole-file path instead (nothing of it is left written then).
@@ -111,14 +112,22 @@ def _complete_hours(
 
 def _fill_meta(stream: prometheus.ExpositionStream, db_ids: np.ndarray) -> None:
     """Type, unit and help are known only once the whole file is read; set them on the series
-    that have none yet."""
-    series = {s.pk: s for s in Series.objects.filter(pk__in=db_ids.tolist(), type="")}
-    changed = []
+    that have none yet, in one statement."""
+    ids, types, units, helps = [], [], [], []
     for sid, db_id in enumerate(db_ids.tolist()):
-        s = series.get(db_id)
-        if s is None:
-            continue
         typ, unit, help_text = stream.block_meta(sid)
-        s.type, s.unit, s.help = typ[:20], unit[:40], help_text
-        changed.append(s)
-    Series.objects.bulk_update(changed, ["type", "unit", "help"], batch_size=1000)
+        if typ or unit or help_text:
+            ids.append(db_id)
+            types.append(typ[:20])
+            units.append(unit[:40])
+            helps.append(help_text)
+    if not ids:
+        return
+    with connection.cursor() as cur:
+        cur.execute(
+            "UPDATE timeline_series AS s SET type = u.type, unit = u.unit, help = u.help "
+            "FROM (SELECT unnest(%s::int8[]) AS id, unnest(%s::text[]) AS type, "
+            "unnest(%s::text[]) AS unit, unnest(%s::text[]) AS help) AS u "
+            "WHERE s.id = u.id AND s.type = ''",
+            [ids, types, units, helps],
+        )

@@ -25,12 +25,15 @@ import re
 from array import array
 from collections.abc import Iterator
 from itertools import compress, repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from .types import UTC, ParseContext, ParseError, ParseResult, SampleBlock, SeriesKey
+
+if TYPE_CHECKING:
+    import mmap  # the type of a mapped file a caller may hand over instead of bytes
 
 KIND_EXPOSITION = "prometheus_text"
 KIND_QUERY_RANGE = "prometheus_query_range"
@@ -378,7 +381,7 @@ class _Bail(Exception):
     """The bulk path met something it does not handle; the careful path takes over."""
 
 
-def _find_eof_marker(data: bytes) -> bool:
+def _find_eof_marker(data: bytes | mmap.mmap) -> bool:
     pos = data.find(b"# EOF")
     while pos != -1:
         at_start = pos == 0 or data[pos - 1] == 0x0A
@@ -389,8 +392,9 @@ def _find_eof_marker(data: bytes) -> bool:
     return False
 
 
-def _raw_chunks(data: bytes) -> Iterator[bytes]:
-    """Yield ~4 MiB pieces of ``data`` cut at newlines (the newline itself dropped)."""
+def _raw_chunks(data: bytes | mmap.mmap) -> Iterator[bytes]:
+    """Yield ~4 MiB pieces of ``data`` cut at newlines (the newline itself dropped); ``data``
+    may be a read-only mapping of the file (no I/O here: the caller made it)."""
     start, size = 0, len(data)
     while start < size:
         end = data.find(b"\n", min(start + _CHUNK_BYTES, size))
@@ -1014,7 +1018,9 @@ class ExpositionStream:
     :meth:`block_meta` gives each series' type, unit and help.
     """
 
-    def __init__(self, data: bytes, ctx: ParseContext, *, part_bytes: int | None = None) -> None:
+    def __init__(
+        self, data: bytes | mmap.mmap, ctx: ParseContext, *, part_bytes: int | None = None
+    ) -> None:
         self.data, self.ctx = data, ctx
         self.part_bytes = _PART_BYTES if part_bytes is None else part_bytes
         self.registry = _Registry()
