@@ -91,36 +91,22 @@ def artifact_register_bytes(
     the written copy is dropped when the same bytes turn out to be stored already."""
     _check_size(name, len(data))
     folder = _upload_dir(incident)
-    tmp: Path | None = None
-    if len(data) >= PARALLEL_STORE_BYTES:
-        with tempfile.NamedTemporaryFile(
-            dir=folder, prefix=".", suffix=".part", delete=False
-        ) as out:
-            tmp = Path(out.name)
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
-        try:
-            writing = pool.submit(tmp.write_bytes, data)
+    tmp = _temp_file(folder)
+    try:
+        if len(data) >= PARALLEL_STORE_BYTES:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="store") as pool:
+                writing = pool.submit(tmp.write_bytes, data)
+                digest = hashlib.sha256(data).hexdigest()
+                writing.result()
+        else:
+            tmp.write_bytes(data)
             digest = hashlib.sha256(data).hexdigest()
-            writing.result()
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        finally:
-            pool.shutdown(wait=True)
-    else:
-        digest = hashlib.sha256(data).hexdigest()
-    existing = Artifact.objects.filter(incident=incident, sha256=digest).first()
-    if existing is not None or (folder / digest).exists():
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
-        if existing is not None:
-            return existing, False
-    elif tmp is not None:
-        os.replace(tmp, folder / digest)
-    else:
-        tmp = folder / f".{digest}.part"
-        tmp.write_bytes(data)
-        os.replace(tmp, folder / digest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    existing = _keep_stored(incident, folder, tmp, digest)
+    if existing is not None:
+        return existing, False
     return _register_stored(
         incident=incident,
         name=name,
@@ -147,8 +133,8 @@ def artifact_register_file(
     hasher = hashlib.sha256()
     size = 0
     head = b""
-    with tempfile.NamedTemporaryFile(dir=folder, prefix=".", suffix=".part", delete=False) as out:
-        tmp = Path(out.name)
+    tmp = _temp_file(folder)
+    with open(tmp, "wb") as out:
         try:
             with open(path, "rb") as src:
                 while chunk := src.read(1 << 23):
@@ -162,13 +148,9 @@ def artifact_register_file(
             tmp.unlink(missing_ok=True)
             raise
     digest = hasher.hexdigest()
-    existing = Artifact.objects.filter(incident=incident, sha256=digest).first()
-    if existing is not None or (folder / digest).exists():
-        tmp.unlink(missing_ok=True)
-        if existing is not None:
-            return existing, False
-    else:
-        os.replace(tmp, folder / digest)
+    existing = _keep_stored(incident, folder, tmp, digest)
+    if existing is not None:
+        return existing, False
     return _register_stored(
         incident=incident,
         name=name,
@@ -178,6 +160,23 @@ def artifact_register_file(
         options=options,
         user=user,
     )
+
+
+def _temp_file(folder: Path) -> Path:
+    """A new empty ``.part`` file in the upload folder, to be renamed to its digest."""
+    with tempfile.NamedTemporaryFile(dir=folder, prefix=".", suffix=".part", delete=False) as out:
+        return Path(out.name)
+
+
+def _keep_stored(incident: Incident, folder: Path, tmp: Path, digest: str) -> Artifact | None:
+    """Move a written copy to its digest's name; returns the artifact that holds these bytes
+    already (the copy is dropped then, as it is when the file is stored already)."""
+    existing = Artifact.objects.filter(incident=incident, sha256=digest).first()
+    if existing is not None or (folder / digest).exists():
+        tmp.unlink(missing_ok=True)
+    else:
+        os.replace(tmp, folder / digest)
+    return existing
 
 
 def _check_size(name: str, size: int) -> None:

@@ -7,7 +7,6 @@ Reads serve whole-incident views of big series (timeline.selectors).
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,7 +15,7 @@ from django.db import IntegrityError, connection, transaction
 from timeline import samples
 
 BUCKET_MS = 60_000
-PG_EPOCH_MS = 946_684_800_000  # 2000-01-01T00:00:00Z, the zero of Postgres binary timestamps
+PG_EPOCH_MS = samples.PG_EPOCH_MS
 
 _ROW = np.dtype(
     [
@@ -173,12 +172,8 @@ def rollups_delete_range(series_id: int, start_ms: int, end_ms: int) -> None:
         cur.execute(
             "DELETE FROM timeline_samplerollup WHERE series_id = %s AND bucket >= %s "
             "AND bucket < %s",
-            [series_id, _aware(start_ms), _aware(end_ms)],
+            [series_id, samples.aware(start_ms), samples.aware(end_ms)],
         )
-
-
-def _aware(ms: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
 
 
 def rollups_rebuild(series_ids: Sequence[int]) -> None:

@@ -24,7 +24,6 @@ from django.db import connection
 
 CHUNK_MS = 3_600_000
 PG_EPOCH_MS = 946_684_800_000  # 2000-01-01T00:00:00Z, the zero of Postgres binary timestamps
-PG_EPOCH_US = PG_EPOCH_MS * 1000
 
 COPY_SQL = "COPY timeline_samplechunk (series_id, bucket, n, ts, vals) FROM STDIN (FORMAT BINARY)"
 COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
@@ -123,12 +122,13 @@ def stored_hours(series_ids: Sequence[int], first_ms: int, last_ms: int) -> set[
         cur.execute(
             "SELECT series_id, (EXTRACT(EPOCH FROM bucket) * 1000)::int8 "
             "FROM timeline_samplechunk WHERE series_id = ANY(%s) AND bucket BETWEEN %s AND %s",
-            [list(series_ids), _aware(first_ms), _aware(last_ms)],
+            [list(series_ids), aware(first_ms), aware(last_ms)],
         )
         return {(int(sid), int(ms)) for sid, ms in cur.fetchall()}
 
 
-def _aware(ms: int) -> dt.datetime:
+def aware(ms: int) -> dt.datetime:
+    """Milliseconds since the Unix epoch as an aware UTC datetime."""
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
 
 
@@ -137,17 +137,19 @@ def merge_into_stored(chunks: Sequence[Chunk]) -> tuple[list[Chunk], dict[int, i
     (the stored value wins). Returns the merged chunks as now stored and the samples added per
     series."""
     added: dict[int, int] = {}
-    merged = []
+    merged: list[Chunk] = []
+    if not chunks:
+        return merged, added
     with connection.cursor() as cur:
+        cur.execute(  # every stored hour in one read, locked for the rewrite below
+            "SELECT c.series_id, (EXTRACT(EPOCH FROM c.bucket) * 1000)::int8, c.ts, c.vals "
+            "FROM timeline_samplechunk c JOIN unnest(%s::int8[], %s::timestamptz[]) "
+            "AS w (series_id, bucket) USING (series_id, bucket) FOR UPDATE OF c",
+            [[c.series_id for c in chunks], [aware(c.bucket_ms) for c in chunks]],
+        )
+        stored = {(int(sid), int(ms)): (bytes(t), bytes(v)) for sid, ms, t, v in cur.fetchall()}
         for c in chunks:
-            bucket = _aware(c.bucket_ms)
-            cur.execute(
-                "SELECT ts, vals FROM timeline_samplechunk WHERE series_id = %s AND bucket = %s "
-                "FOR UPDATE",
-                [c.series_id, bucket],
-            )
-            raw_ts, raw_values = cur.fetchone()
-            old_ts, old_values = decode_ms(bytes(raw_ts), bytes(raw_values))
+            old_ts, old_values = decode_ms(*stored[(c.series_id, c.bucket_ms)])
             fresh = ~np.isin(c.ts_ms, old_ts)
             added[c.series_id] = added.get(c.series_id, 0) + int(fresh.sum())
             if not fresh.any():
@@ -160,7 +162,7 @@ def merge_into_stored(chunks: Sequence[Chunk]) -> tuple[list[Chunk], dict[int, i
             cur.execute(
                 "UPDATE timeline_samplechunk SET n = %s, ts = %s, vals = %s "
                 "WHERE series_id = %s AND bucket = %s",
-                [len(ts_ms), new_ts, new_values, c.series_id, bucket],
+                [len(ts_ms), new_ts, new_values, c.series_id, aware(c.bucket_ms)],
             )
             merged.append(Chunk(c.series_id, c.bucket_ms, ts_ms, values))
     return merged, added
