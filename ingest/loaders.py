@@ -13,9 +13,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from django.db import connection
 
+from evidence.vocabulary import EventKind, Lane
 from ingest.parsers.types import (
-    KIND_CONFIG_CHANGE,
-    LANE_CONFIG,
     ConfigChangeRecord,
     EventRecord,
     SampleBlock,
@@ -61,8 +60,8 @@ def config_change_event(rec: ConfigChangeRecord) -> EventRecord:
         ]
     )
     return EventRecord(
-        kind=KIND_CONFIG_CHANGE,
-        lane=LANE_CONFIG,
+        kind=EventKind.CONFIG_CHANGE,
+        lane=Lane.CONFIG,
         at=rec.at,
         key=key,
         title=title[:500],

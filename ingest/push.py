@@ -15,21 +15,16 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from evidence.vocabulary import EventKind, Lane, Scope, Source
 from ingest import loaders
 from ingest.parsers import harness
 from ingest.parsers.types import (
-    KIND_CONFIG_CHANGE,
-    SCOPE_ENV,
-    SCOPE_FILE,
-    SCOPE_FLAG,
-    SCOPE_TABLE,
-    SOURCE_API,
     ConfigChangeRecord,
     EventRecord,
     ParseContext,
     ParseError,
 )
-from timeline.choices import EventKind, Lane, RunStatus
+from timeline.choices import RunStatus
 from timeline.models import ApiToken, Artifact, Incident, Team
 from timeline.services import analysis_request
 
@@ -107,15 +102,17 @@ def _items(body: Any, field: str) -> list[dict[str, Any]]:
 
 def _events(body: Any) -> list[EventRecord]:
     out = []
-    allowed_kinds = set(EventKind.values) - {KIND_CONFIG_CHANGE}
+    allowed_kinds = set(EventKind) - {EventKind.CONFIG_CHANGE}
     for i, item in enumerate(_items(body, "events")):
         where = f"events[{i}]"
         kind = _str(item, "kind", where, required=False) or EventKind.NOTE
         if kind not in allowed_kinds:
-            raise PushError(f"{where}: kind {kind!r} is not one of {sorted(allowed_kinds)}")
+            raise PushError(
+                f"{where}: kind {kind!r} is not one of {sorted(map(str, allowed_kinds))}"
+            )
         lane = _str(item, "lane", where, required=False) or Lane.SERVER
-        if lane not in Lane.values:
-            raise PushError(f"{where}: lane {lane!r} is not one of {sorted(Lane.values)}")
+        if lane not in set(Lane):
+            raise PushError(f"{where}: lane {lane!r} is not one of {sorted(map(str, Lane))}")
         at = _time(item.get("at"), f"{where}.at")
         ends_at = _time(item["ends_at"], f"{where}.ends_at") if item.get("ends_at") else None
         if ends_at is not None and ends_at < at:
@@ -127,8 +124,8 @@ def _events(body: Any) -> list[EventRecord]:
         key = _str(item, "key", where, required=False) or f"{at.isoformat()}\x1f{title}"
         out.append(
             EventRecord(
-                kind=kind,
-                lane=lane,
+                kind=EventKind(kind),
+                lane=Lane(lane),
                 at=at,
                 ends_at=ends_at,
                 key=f"api\x1f{key}",
@@ -142,7 +139,7 @@ def _events(body: Any) -> list[EventRecord]:
 
 def _changes(body: Any) -> list[ConfigChangeRecord]:
     out = []
-    scopes = {SCOPE_ENV, SCOPE_FLAG, SCOPE_FILE, SCOPE_TABLE}
+    scopes = set(Scope)
     for i, item in enumerate(_items(body, "changes")):
         where = f"changes[{i}]"
         key = _str(item, "key", where) or ""
@@ -151,18 +148,18 @@ def _changes(body: Any) -> list[ConfigChangeRecord]:
         if old is None and new is None:
             raise PushError(f"{where}: give 'old', 'new' or both")
         scope = _str(item, "scope", where, required=False) or (
-            SCOPE_FLAG if key.startswith("--") else SCOPE_ENV
+            Scope.FLAG if key.startswith("--") else Scope.ENV
         )
         if scope not in scopes:
-            raise PushError(f"{where}: scope {scope!r} is not one of {sorted(scopes)}")
+            raise PushError(f"{where}: scope {scope!r} is not one of {sorted(map(str, scopes))}")
         out.append(
             ConfigChangeRecord(
                 key=key,
                 old=old,
                 new=new,
                 at=_time(item.get("at"), f"{where}.at"),
-                scope=scope,
-                source=SOURCE_API,
+                scope=Scope(scope),
+                source=Source.API,
                 ref=_str(item, "ref", where, required=False) or "push",
                 where=_str(item, "where", where, required=False) or "",
                 note=_str(item, "note", where, required=False) or "",

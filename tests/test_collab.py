@@ -12,9 +12,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from evidence.vocabulary import EventKind, Lane
 from timeline import services
 from timeline.analysis import analysis_run, current_analysis
-from timeline.choices import EventKind, FindingKind, HypothesisStatus, Lane
+from timeline.choices import FindingKind, HypothesisStatus
 from timeline.models import AuditEntry, Event, Evidence, Hypothesis, Incident, Note
 
 HX = {"HTTP_HX_REQUEST": "true"}

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
+from evidence.vocabulary import EventKind, Lane
 from ingest.parsers import types as ptypes
-from timeline.choices import EventKind, Lane
 from timeline.env import ConfigError, database_from_url, env_bool, env_int
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,8 +37,8 @@ def test_pure_packages_import_no_django(package: str) -> None:
 def test_event_kinds_and_lanes_match_the_parser_constants() -> None:
     kinds = {v for k, v in vars(ptypes).items() if k.startswith("KIND_")}
     lanes = {v for k, v in vars(ptypes).items() if k.startswith("LANE_")}
-    assert kinds <= set(EventKind.values)
-    assert lanes <= set(Lane.values)
+    assert kinds <= set(EventKind)
+    assert lanes <= set(Lane)
 
 
 def test_malformed_settings_fail_loudly(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,13 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from evidence.vocabulary import EventKind, Source
 from ingest.clients.git import head, is_repository, is_repository_root, read_repository
 from ingest.parsers.gitlog import CommitInfo, FileStat, commits_to_result
 from ingest.parsers.types import (
-    KIND_COMMIT,
-    KIND_DOC_REVISION,
-    SOURCE_COMMIT,
-    SOURCE_DOC,
     ParseContext,
 )
 
@@ -315,7 +312,7 @@ def test_deploy_history_yields_the_incident_config_changes(
         ("--chunked-prefill-size", "16384", "8192", _utc(0, 30, day=21), h["revert"],
          "launch.sh:15"),
     ]  # fmt: skip
-    assert {c.source for c in result.config_changes} == {SOURCE_COMMIT}
+    assert {c.source for c in result.config_changes} == {Source.COMMIT}
     introduced = {c.key: c.new for c in result.config_changes if c.ref == h["init"]}
     assert introduced["METRICS_PORT"] == "9400"
     assert introduced["--chunked-prefill-size"] == "8192"
@@ -328,7 +325,7 @@ def test_commit_events_describe_each_commit(
     h = deploy[1]
     result = commits_to_result(commits, repo="repo", ctx=ParseContext(name="repo"))
     events = {e.key: e for e in result.events}
-    assert all(e.kind == KIND_COMMIT for e in result.events)
+    assert all(e.kind == EventKind.COMMIT for e in result.events)
     assert len(result.events) == 12
     merge = events[h["merge"]]
     assert merge.attrs["parents"] == [h["ctas"], h["side"]]
@@ -344,7 +341,7 @@ def test_docs_repository_yields_doc_revisions_and_doc_changes(tmp_path: Path) ->
     h = build_docs_repo(tmp_path / "docs")
     commits = read_repository(tmp_path / "docs")
     result = commits_to_result(commits, repo="docs", ctx=ParseContext(name="docs"))
-    revisions = [e for e in result.events if e.kind == KIND_DOC_REVISION]
+    revisions = [e for e in result.events if e.kind == EventKind.DOC_REVISION]
     assert [e.key for e in revisions] == [
         f"DSV4_DEPLOY.md@{h['init']}",
         f"DSV4_DEPLOY.md@{h['ctas']}",
@@ -356,7 +353,7 @@ def test_docs_repository_yields_doc_revisions_and_doc_changes(tmp_path: Path) ->
     assert "SGLANG_OPT_FP8_WO_A_GEMM" not in keys  # prose is not a setting
     ctas = [c for c in result.config_changes if c.key == "SGLANG_SM120_MMA_TARGET_CTAS"]
     assert [(c.old, c.new, c.at, c.source, c.ref) for c in ctas] == [
-        (None, "512", _utc(21, 10), SOURCE_DOC, f"DSV4_DEPLOY.md@{h['ctas'][:12]}")
+        (None, "512", _utc(21, 10), Source.DOC, f"DSV4_DEPLOY.md@{h['ctas'][:12]}")
     ]
 
 

@@ -15,8 +15,9 @@ import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
+from evidence.vocabulary import EventKind
 from timeline import samples
-from timeline.choices import EventKind, FindingKind, RunStatus
+from timeline.choices import FindingKind, RunStatus
 from timeline.correlation import engine
 from timeline.correlation.types import (
     Change,

@@ -11,19 +11,7 @@ import plotly.graph_objects as go
 import plotly.io.json as pio_json
 from plotly.subplots import make_subplots
 
-# Lanes from top to bottom, with their colours.
-LANES: tuple[tuple[str, str, str], ...] = (
-    ("config", "Config changes", "#d62728"),
-    ("commits", "Commits", "#7f7f7f"),
-    ("docs", "Doc revisions", "#8c564b"),
-    ("harness", "Harness", "#2ca02c"),
-    ("symptoms", "Symptoms", "#ff7f0e"),
-    ("requests", "Dropped requests", "#e377c2"),
-    ("server", "Server", "#9467bd"),
-    ("dumps", "Stack dumps", "#17becf"),
-    ("notes", "Notes", "#1f77b4"),
-)
-LANE_LABEL = {key: label for key, label, _ in LANES}
+from evidence.vocabulary import LANES, Lane
 
 
 @dataclass(frozen=True)
@@ -78,8 +66,9 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
         row_heights=heights,
         subplot_titles=["Events"] + [p.title for p in data.panels],
     )
-    used_lanes = [key for key, _, _ in LANES if any(m.lane == key for m in data.markers)]
-    for key, label, colour in LANES:
+    used_lanes = [lane for lane in LANES if any(m.lane == lane for m in data.markers)]
+    for key, style in LANES.items():
+        label, colour = style.label, style.colour
         markers = [m for m in data.markers if m.lane == key]
         if not markers:
             continue
@@ -92,7 +81,7 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
                 marker={
                     "size": 11,
                     "color": [("#000" if m.failed else colour) for m in markers],
-                    "symbol": "line-ns-open" if key == "commits" else "diamond",
+                    "symbol": "line-ns-open" if key == Lane.COMMITS else "diamond",
                     "line": {"width": 2, "color": colour},
                 },
                 customdata=[[m.id, key] for m in markers],
@@ -109,7 +98,7 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
         type="category",
         fixedrange=True,
         categoryorder="array",
-        categoryarray=[LANE_LABEL[k] for k in reversed(used_lanes)],
+        categoryarray=[LANES[k].label for k in reversed(used_lanes)],
     )
     for i in range(2, rows + 1):
         fig.update_yaxes(row=i, col=1, fixedrange=True, rangemode="tozero")

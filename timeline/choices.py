@@ -1,34 +1,16 @@
-"""Enumerations shared by models, services and views.
+"""Django choices for models, services and views.
 
-Event kinds and lanes mirror the string constants of ingest.parsers.types (the pure parsers
-cannot import Django); tests/test_choices.py keeps them in step.
+Event kinds and lanes are defined once, in the pure ``evidence.vocabulary``, and imported from
+there everywhere; the model field choices below are built from those enums.
 """
 
 from django.db import models
 
+from evidence import vocabulary
 
-class EventKind(models.TextChoices):
-    COMMIT = "commit", "Commit"
-    DOC_REVISION = "doc_revision", "Doc revision"
-    CONFIG_CHANGE = "config_change", "Config change"
-    HARNESS_RUN = "harness_run", "Harness run"
-    REQUEST = "request", "Request"
-    LOG_SPAN = "log_span", "Server log"
-    LOG_ERROR = "log_error", "Server error"
-    STACK_DUMP = "stack_dump", "Stack dump"
-    NOTE = "note", "Note"
-
-
-class Lane(models.TextChoices):
-    CONFIG = "config", "Config changes"
-    COMMITS = "commits", "Commits"
-    DOCS = "docs", "Doc revisions"
-    HARNESS = "harness", "Harness"
-    REQUESTS = "requests", "Requests"
-    SERVER = "server", "Server"
-    SYMPTOMS = "symptoms", "Symptoms"
-    DUMPS = "dumps", "Stack dumps"
-    NOTES = "notes", "Notes"
+# Choices for the Event model's kind and lane fields (labels from the vocabulary).
+EVENT_KIND_CHOICES = [(k.value, k.label) for k in vocabulary.EventKind]
+LANE_CHOICES = [(lane.value, lane.label) for lane in vocabulary.Lane]
 
 
 class IncidentStatus(models.TextChoices):

@@ -13,11 +13,11 @@ from django.db import models
 from django.db.models import F, Q
 
 from timeline.choices import (
-    EventKind,
+    EVENT_KIND_CHOICES,
+    LANE_CHOICES,
     FindingKind,
     HypothesisStatus,
     IncidentStatus,
-    Lane,
     RunStatus,
     Stance,
 )
@@ -107,8 +107,8 @@ class Event(models.Model):
     )
     at = models.DateTimeField()
     ends_at = models.DateTimeField(null=True, blank=True)
-    kind = models.CharField(max_length=30, choices=EventKind.choices)
-    lane = models.CharField(max_length=30, choices=Lane.choices)
+    kind = models.CharField(max_length=30, choices=EVENT_KIND_CHOICES)
+    lane = models.CharField(max_length=30, choices=LANE_CHOICES)
     title = models.CharField(max_length=500)
     body = models.TextField(blank=True)  # Markdown, rendered with raw HTML disabled
     attrs = models.JSONField(default=dict, blank=True)

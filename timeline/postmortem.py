@@ -16,9 +16,10 @@ from typing import Any
 from django.conf import settings
 from django.utils.html import escape
 
+from evidence.vocabulary import EventKind
 from timeline import charts, selectors
 from timeline.analysis import current_analysis, load_changes
-from timeline.choices import EventKind, FindingKind, HypothesisStatus, Stance
+from timeline.choices import FindingKind, HypothesisStatus, Stance
 from timeline.correlation import config_state
 from timeline.correlation.types import Change, Params
 from timeline.markdown import render as md_render

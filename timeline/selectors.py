@@ -17,8 +17,8 @@ from django.db.models.fields.json import KeyTextTransform
 from django.http import Http404
 from tsdownsample import MinMaxLTTBDownsampler
 
+from evidence.vocabulary import EventKind
 from timeline import samples
-from timeline.choices import EventKind
 from timeline.models import Event, Evidence, Hypothesis, HypothesisStatusChange, Incident, Series
 
 # The panels shown without asking, in order; any other series can be picked.

@@ -18,9 +18,11 @@ from typing import Any
 
 import yaml
 
+from evidence.vocabulary import Scope, Source
+
 from .docs import markdown_settings
 from .shell import expand_vars, shell_settings
-from .types import SCOPE_ENV, SCOPE_FILE, UTC, ConfigChangeRecord, ParseError, Setting
+from .types import UTC, ConfigChangeRecord, ParseError, Setting
 
 __all__ = ["diff_settings", "extract_settings", "is_config_path"]
 
@@ -126,7 +128,7 @@ def _dotenv_settings(path: str, text: str) -> list[Setting]:
         if not rest.strip().startswith("'"):
             value = expand_vars(value, env)
         env[name] = value
-        out.append(Setting(name, value, SCOPE_ENV, f"{path}:{lineno}"))
+        out.append(Setting(name, value, Scope.ENV, f"{path}:{lineno}"))
     return out
 
 
@@ -211,13 +213,13 @@ class _YamlWalker:
         elif isinstance(node, yaml.SequenceNode):
             if record:
                 self.settings.append(
-                    Setting(prefix, _render(self.value(node)), SCOPE_FILE, self.where(node))
+                    Setting(prefix, _render(self.value(node)), Scope.FILE, self.where(node))
                 )
             for item in node.value:
                 self.walk(item, prefix, record=False)
         elif isinstance(node, yaml.ScalarNode) and prefix and record:
             self.settings.append(
-                Setting(prefix, _render(self.value(node)), SCOPE_FILE, self.where(node))
+                Setting(prefix, _render(self.value(node)), Scope.FILE, self.where(node))
             )
 
     def env_block(self, node: yaml.Node) -> list[Setting]:
@@ -271,15 +273,15 @@ def _env_block(value: Any, where: str) -> list[Setting]:
     if isinstance(value, dict):
         for name, val in value.items():
             if isinstance(name, str) and _ENV_NAME.fullmatch(name) and not isinstance(val, dict):
-                out.append(Setting(name, _render(val), SCOPE_ENV, where))
+                out.append(Setting(name, _render(val), Scope.ENV, where))
     elif isinstance(value, list):
         for entry in value:
             if isinstance(entry, dict) and isinstance(entry.get("name"), str) and "value" in entry:
-                out.append(Setting(entry["name"], _render(entry["value"]), SCOPE_ENV, where))
+                out.append(Setting(entry["name"], _render(entry["value"]), Scope.ENV, where))
             elif isinstance(entry, str) and "=" in entry:
                 name, _, val = entry.partition("=")
                 if _ENV_NAME.fullmatch(name):
-                    out.append(Setting(name, val, SCOPE_ENV, where))
+                    out.append(Setting(name, val, Scope.ENV, where))
     return out
 
 
@@ -299,7 +301,7 @@ def _plain_settings(path: str, data: Any) -> list[Setting]:
                     env.extend(_env_block(inner, path))
                 walk(inner, dotted)
         elif prefix:
-            out.append(Setting(prefix, _render(value), SCOPE_FILE, path))
+            out.append(Setting(prefix, _render(value), Scope.FILE, path))
 
     walk(data, "")
     return out + env
@@ -326,7 +328,12 @@ def _json_default(value: Any) -> str:
 
 
 def diff_settings(
-    before: Iterable[Setting], after: Iterable[Setting], *, at: dt.datetime, source: str, ref: str
+    before: Iterable[Setting],
+    after: Iterable[Setting],
+    *,
+    at: dt.datetime,
+    source: Source,
+    ref: str,
 ) -> list[ConfigChangeRecord]:
     """Changes from one state to the next, sorted by key.
 

@@ -18,14 +18,10 @@ from dataclasses import dataclass
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from evidence.vocabulary import EventKind, Lane, Scope, Source
+
 from .shell import scan_shell, strip_console_prompts
 from .types import (
-    KIND_DOC_REVISION,
-    LANE_DOCS,
-    SCOPE_ENV,
-    SCOPE_FLAG,
-    SCOPE_TABLE,
-    SOURCE_CHANGELOG,
     UTC,
     ConfigChangeRecord,
     EventRecord,
@@ -208,12 +204,12 @@ def _table_settings(tokens: Sequence[Token], path: str) -> list[Setting]:
     return out
 
 
-def _table_scope(key: str) -> str:
+def _table_scope(key: str) -> Scope:
     if key.startswith("-"):
-        return SCOPE_FLAG
+        return Scope.FLAG
     if _ENV_KEY.fullmatch(key):
-        return SCOPE_ENV
-    return SCOPE_TABLE
+        return Scope.ENV
+    return Scope.TABLE
 
 
 def _plain(inline: Token) -> str:
@@ -260,8 +256,8 @@ def _changes(items: Sequence[_Item], *, path: str, ref: str) -> list[ConfigChang
                     old=old,
                     new=new,
                     at=item.at,
-                    scope=SCOPE_FLAG if key.startswith("-") else SCOPE_ENV,
-                    source=SOURCE_CHANGELOG,
+                    scope=Scope.FLAG if key.startswith("-") else Scope.ENV,
+                    source=Source.CHANGELOG,
                     ref=ref,
                     where=f"{path}:{item.line}",
                     note=item.text,
@@ -505,8 +501,8 @@ def parse_markdown_doc(data: bytes, ctx: ParseContext) -> ParseResult:
     ]
     title = f"{posixpath.basename(ctx.name)} revision"
     event = EventRecord(
-        kind=KIND_DOC_REVISION,
-        lane=LANE_DOCS,
+        kind=EventKind.DOC_REVISION,
+        lane=Lane.DOCS,
         at=at,
         key=key,
         title=title,

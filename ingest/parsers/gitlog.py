@@ -19,15 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evidence.vocabulary import EventKind, Lane, Source
+
 from .configfiles import diff_settings, extract_settings, is_config_path
 from .docs import changed_sections
 from .types import (
-    KIND_COMMIT,
-    KIND_DOC_REVISION,
-    LANE_COMMITS,
-    LANE_DOCS,
-    SOURCE_COMMIT,
-    SOURCE_DOC,
     UTC,
     EventRecord,
     ParseContext,
@@ -379,10 +375,10 @@ def commits_to_result(
                         edited=changed_sections(before_text, after_text),
                     )
                 )
-                source = SOURCE_DOC
+                source = Source.DOC
             else:
                 ref = commit.hash
-                source = SOURCE_COMMIT
+                source = Source.COMMIT
             result.config_changes.extend(
                 diff_settings(before, after, at=commit.committed_at, source=source, ref=ref)
             )
@@ -415,8 +411,8 @@ def _commit_event(commit: CommitInfo, repo: str) -> EventRecord:
             entry["old_path"] = f.old_path
         files.append(entry)
     return EventRecord(
-        kind=KIND_COMMIT,
-        lane=LANE_COMMITS,
+        kind=EventKind.COMMIT,
+        lane=Lane.COMMITS,
         at=commit.committed_at,
         key=commit.hash,
         title=commit.subject or f"(no message) {commit.hash[:12]}",
@@ -479,8 +475,8 @@ def _doc_event(
     if edited:
         body = (body + "\n\n" if body else "") + f"**Edited sections of `{path}`**\n\n" + edited
     return EventRecord(
-        kind=KIND_DOC_REVISION,
-        lane=LANE_DOCS,
+        kind=EventKind.DOC_REVISION,
+        lane=Lane.DOCS,
         at=commit.committed_at,
         key=f"{path}@{commit.hash}",
         title=f"{path} {verb} in {commit.hash[:12]}: {commit.subject}",

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.parsers import expat
 
+from evidence.vocabulary import EventKind, HarnessStatus, Lane
+
 from .types import (
-    KIND_HARNESS_RUN,
-    LANE_HARNESS,
     UTC,
     EventRecord,
     ParseContext,
@@ -29,7 +29,10 @@ KIND_JUNIT = "junit_xml"
 KIND_HARNESS_JSONL = "harness_jsonl"
 KIND_LM_EVAL = "lm_eval_json"
 
-JSONL_STATUSES = ("pass", "fail", "error", "skipped")
+JSONL_STATUSES = tuple(
+    str(s)
+    for s in (HarnessStatus.PASS, HarnessStatus.FAIL, HarnessStatus.ERROR, HarnessStatus.SKIPPED)
+)
 _JSONL_FIELDS = {"ts", "suite", "case", "status", "score", "threshold", "time_s", "message"}
 _MESSAGE_MAX = 500
 _DETAIL_MAX = 8000
@@ -214,8 +217,8 @@ def _read_suite(
         key = _unique_key(f"{suite_name}/{qualified}@{iso}", seen)
         result.events.append(
             EventRecord(
-                kind=KIND_HARNESS_RUN,
-                lane=LANE_HARNESS,
+                kind=EventKind.HARNESS_RUN,
+                lane=Lane.HARNESS,
                 at=at,
                 key=key,
                 title=f"{suite_name}: {case_name} {status}",
@@ -237,13 +240,17 @@ def _read_suite(
 
 def _case_status(case: _Node) -> tuple[str, str, str]:
     """(status, short message, full detail such as a traceback); the worst child wins."""
-    for tag, status in (("error", "error"), ("failure", "fail"), ("skipped", "skipped")):
+    for tag, status in (
+        ("error", HarnessStatus.ERROR),
+        ("failure", HarnessStatus.FAIL),
+        ("skipped", HarnessStatus.SKIPPED),
+    ):
         for child in case.children:
             if child.tag == tag:
                 detail = "".join(child.text).strip()
                 message = child.attrs.get("message", "").strip() or detail
                 return status, _short(message), detail[:_DETAIL_MAX]
-    return "pass", "", ""
+    return HarnessStatus.PASS, "", ""
 
 
 def _case_body(message: str, detail: str) -> str:
@@ -346,8 +353,8 @@ def _jsonl_event(raw: str, number: int, ctx: ParseContext, seen: dict[str, int])
     if score is not None:
         title += f" (score {score:g}" + (f" vs {threshold:g})" if threshold is not None else ")")
     return EventRecord(
-        kind=KIND_HARNESS_RUN,
-        lane=LANE_HARNESS,
+        kind=EventKind.HARNESS_RUN,
+        lane=Lane.HARNESS,
         at=at,
         key=_unique_key(f"{suite}/{case}@{at.isoformat()}", seen),
         title=title,
@@ -426,8 +433,8 @@ def parse_lm_eval(data: bytes, ctx: ParseContext) -> ParseResult:
             title += f": {headline[0]} {headline[1]:.4g}"
         result.events.append(
             EventRecord(
-                kind=KIND_HARNESS_RUN,
-                lane=LANE_HARNESS,
+                kind=EventKind.HARNESS_RUN,
+                lane=Lane.HARNESS,
                 at=at,
                 key=f"lm-eval/{model}/{task}@{at.isoformat()}",
                 title=title,
@@ -436,7 +443,7 @@ def parse_lm_eval(data: bytes, ctx: ParseContext) -> ParseResult:
                     "case": str(task),
                     "task": str(task),
                     "alias": alias if isinstance(alias, str) else "",
-                    "status": "scored",
+                    "status": HarnessStatus.SCORED,
                     "metrics": metrics,
                     "model": model,
                     "score": headline[1] if headline is not None else None,

@@ -23,12 +23,9 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
+from evidence.vocabulary import EventKind, Lane
+
 from .types import (
-    KIND_LOG_ERROR,
-    KIND_LOG_SPAN,
-    KIND_REQUEST,
-    LANE_REQUESTS,
-    LANE_SERVER,
     UTC,
     EventRecord,
     ParseContext,
@@ -246,8 +243,8 @@ class _LogParser:
             unfinished += request.finished is None
             out.events.append(
                 EventRecord(
-                    kind=KIND_REQUEST,
-                    lane=LANE_REQUESTS,
+                    kind=EventKind.REQUEST,
+                    lane=Lane.REQUESTS,
                     at=request.received,
                     ends_at=request.finished,
                     key=request.rid,
@@ -264,8 +261,8 @@ class _LogParser:
             body = "\n".join(error.lines).replace("```", "` ` `")
             out.events.append(
                 EventRecord(
-                    kind=KIND_LOG_ERROR,
-                    lane=LANE_SERVER,
+                    kind=EventKind.LOG_ERROR,
+                    lane=Lane.SERVER,
                     at=error.at or self.first,
                     key=f"{self.file}:{error.line}",
                     title=error.title,
@@ -276,8 +273,8 @@ class _LogParser:
         first_iso, last_iso = self.first.isoformat(), self.last.isoformat()
         out.events.append(
             EventRecord(
-                kind=KIND_LOG_SPAN,
-                lane=LANE_SERVER,
+                kind=EventKind.LOG_SPAN,
+                lane=Lane.SERVER,
                 at=self.first,
                 ends_at=self.last,
                 key=f"{self.file}:{first_iso}:{last_iso}",

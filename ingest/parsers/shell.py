@@ -14,7 +14,9 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .types import SCOPE_ENV, SCOPE_FLAG, ParseError, Setting
+from evidence.vocabulary import Scope
+
+from .types import ParseError, Setting
 
 __all__ = [
     "expand_vars",
@@ -421,13 +423,13 @@ class _Interpreter:
         if found is None:
             return
         for key, value, line in _flags(found):
-            self.settings.append(Setting(key, value, SCOPE_FLAG, f"{self.where}:{line}", condition))
+            self.settings.append(Setting(key, value, Scope.FLAG, f"{self.where}:{line}", condition))
 
     def _assign(self, word: str, line: int, condition: str, *, persist: bool) -> None:
         match = _ASSIGNMENT.fullmatch(word)
         assert match is not None  # callers only pass assignment words
         name, value = match.group(1), match.group(2)
-        self.settings.append(Setting(name, value, SCOPE_ENV, f"{self.where}:{line}", condition))
+        self.settings.append(Setting(name, value, Scope.ENV, f"{self.where}:{line}", condition))
         if persist:
             self.env[name] = value
 
@@ -438,7 +440,7 @@ class _Interpreter:
         self.settings = [
             s
             for s in self.settings
-            if not (s.key == name and s.scope == SCOPE_ENV and s.condition == condition)
+            if not (s.key == name and s.scope == Scope.ENV and s.condition == condition)
         ]
 
 

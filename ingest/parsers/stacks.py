@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from evidence.vocabulary import EventKind, Lane
+
 from .types import (
-    KIND_STACK_DUMP,
-    LANE_DUMPS,
     UTC,
     EventRecord,
     ParseContext,
@@ -227,8 +227,8 @@ def parse_pyspy(data: bytes, ctx: ParseContext) -> ParseResult:
     plural = "s" if len(threads) != 1 else ""
     result.events.append(
         EventRecord(
-            kind=KIND_STACK_DUMP,
-            lane=LANE_DUMPS,
+            kind=EventKind.STACK_DUMP,
+            lane=Lane.DUMPS,
             at=at,
             key=_dump_key("py-spy", data, ctx),
             title=f"py-spy dump of {label} (pid {pid}): {len(threads)} thread{plural}, "
@@ -320,8 +320,8 @@ def parse_goroutines(data: bytes, ctx: ParseContext) -> ParseResult:
     result = ParseResult(kind=KIND_GOROUTINES)
     result.events.append(
         EventRecord(
-            kind=KIND_STACK_DUMP,
-            lane=LANE_DUMPS,
+            kind=EventKind.STACK_DUMP,
+            lane=Lane.DUMPS,
             at=at,
             key=_dump_key("goroutines", data, ctx),
             title=title,

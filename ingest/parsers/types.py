@@ -12,6 +12,8 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
+from evidence.vocabulary import EventKind, Lane, Scope, Source
+
 UTC = dt.UTC
 
 
@@ -46,27 +48,6 @@ class ParseContext:
 
 # --- events ------------------------------------------------------------
 
-# Event kinds (mirrored by timeline.choices.EventKind; keep the strings in step).
-KIND_COMMIT = "commit"
-KIND_DOC_REVISION = "doc_revision"
-KIND_CONFIG_CHANGE = "config_change"
-KIND_HARNESS_RUN = "harness_run"
-KIND_REQUEST = "request"  # at = received, ends_at = finished (None: never finished in the log)
-KIND_LOG_SPAN = "log_span"  # at = first line, ends_at = last line of a server log file
-KIND_LOG_ERROR = "log_error"  # an ERROR/Traceback line of the server itself (not prompt payload)
-KIND_STACK_DUMP = "stack_dump"
-KIND_NOTE = "note"
-
-# Lanes on the timeline (mirrored by timeline.choices.Lane).
-LANE_CONFIG = "config"
-LANE_COMMITS = "commits"
-LANE_DOCS = "docs"
-LANE_HARNESS = "harness"
-LANE_REQUESTS = "requests"
-LANE_SERVER = "server"
-LANE_DUMPS = "dumps"
-LANE_NOTES = "notes"
-
 
 @dataclass(frozen=True)
 class EventRecord:
@@ -77,8 +58,8 @@ class EventRecord:
     ``attrs`` must be JSON-serialisable (str, int, float, bool, None, lists, dicts).
     """
 
-    kind: str
-    lane: str
+    kind: EventKind
+    lane: Lane
     at: dt.datetime
     key: str
     title: str
@@ -90,16 +71,6 @@ class EventRecord:
 
 # --- config ------------------------------------------------------------
 
-SCOPE_ENV = "env"  # environment variable: export K=V, K=V cmd, .env
-SCOPE_FLAG = "flag"  # command-line flag: --flag value (key is the flag with its dashes: "--tp")
-SCOPE_FILE = "file"  # a key in a YAML/TOML/JSON config file (key is dotted: "server.port")
-SCOPE_TABLE = "table"  # a Markdown key/value table row
-
-SOURCE_DOC = "doc"
-SOURCE_COMMIT = "commit"
-SOURCE_CHANGELOG = "changelog"
-SOURCE_API = "api"
-
 
 @dataclass(frozen=True)
 class Setting:
@@ -107,7 +78,7 @@ class Setting:
 
     key: str
     value: str | None  # None: a boolean flag given without a value is "true"; use "true" then
-    scope: str
+    scope: Scope
     where: str  # e.g. "DSV4_DEPLOY.md:42" or "deploy/launch.sh:7"
     condition: str = ""  # e.g. "if [ $GPU = b200 ]": kept, not flattened
 
@@ -117,15 +88,15 @@ class ConfigChangeRecord:
     """A key whose effective value changed at a moment.
 
     ``old`` is None when the key is introduced, ``new`` is None when it is removed.
-    ``source`` is one of SOURCE_*; ``ref`` names what recorded it (commit hash, doc path@rev).
+    ``source`` says what recorded it; ``ref`` names what recorded it (commit hash, doc path@rev).
     """
 
     key: str
     old: str | None
     new: str | None
     at: dt.datetime
-    scope: str
-    source: str
+    scope: Scope
+    source: Source
     ref: str
     where: str = ""
     condition: str = ""

@@ -1,7 +1,9 @@
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "timeline" / "correlation"
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "timeline" / "correlation"
+VOCABULARY = ROOT / "evidence"
 # The engine is pure: no Django, and nothing that reaches files, processes or the network.
 FORBIDDEN = {"django", "subprocess", "socket", "urllib", "http", "requests", "shutil", "psycopg"}
 
@@ -41,3 +43,12 @@ def test_the_correlation_package_never_calls_open():
 
 def test_the_import_walker_sees_a_django_import():
     assert "django" in _imported_roots("from django.db import models\nimport numpy")
+
+
+def test_the_evidence_vocabulary_imports_nothing_but_the_standard_library():
+    modules = sorted(VOCABULARY.glob("*.py"))
+    assert modules
+
+    imported = set().union(*(_imported_roots(p.read_text(encoding="utf-8")) for p in modules))
+
+    assert imported <= {"__future__", "dataclasses", "enum", "typing"}

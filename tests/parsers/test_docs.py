@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evidence.vocabulary import EventKind, Lane
 from ingest.parsers.docs import (
     changelog_changes,
     looks_like_markdown_doc,
@@ -20,8 +21,6 @@ from ingest.parsers.docs import (
 )
 from ingest.parsers.shell import launch_flags, shell_settings, strip_console_prompts
 from ingest.parsers.types import (
-    KIND_DOC_REVISION,
-    LANE_DOCS,
     UTC,
     ConfigChangeRecord,
     ParseContext,
@@ -413,7 +412,7 @@ def test_lone_doc_is_one_revision_at_its_latest_changelog_time() -> None:
     (event,) = result.events
     key = f"{DOC}@{hashlib.sha256(data).hexdigest()[:12]}"
     assert result.kind == "markdown_doc"
-    assert (event.kind, event.lane, event.key) == (KIND_DOC_REVISION, LANE_DOCS, key)
+    assert (event.kind, event.lane, event.key) == (EventKind.DOC_REVISION, Lane.DOCS, key)
     assert event.title == "DSV4_DEPLOY.md revision"
     assert event.at == dt.datetime(2026, 11, 20, 21, 12, tzinfo=UTC)  # the 13:12 item
     assert event.attrs["path"] == DOC

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from evidence.vocabulary import EventKind, Lane, Source
 from ingest.parsers.gitlog import (
     CommitInfo,
     FileStat,
@@ -16,12 +17,6 @@ from ingest.parsers.gitlog import (
     parse_git_log_text,
 )
 from ingest.parsers.types import (
-    KIND_COMMIT,
-    KIND_DOC_REVISION,
-    LANE_COMMITS,
-    LANE_DOCS,
-    SOURCE_COMMIT,
-    SOURCE_DOC,
     ParseContext,
     ParseError,
 )
@@ -133,8 +128,8 @@ def test_commit_events_come_out_oldest_first_with_attrs() -> None:
     assert result.config_changes == []  # a log text carries no file contents to diff
     init = result.events[0]
     assert (init.kind, init.lane, init.title) == (
-        KIND_COMMIT,
-        LANE_COMMITS,
+        EventKind.COMMIT,
+        Lane.COMMITS,
         "Add DSV4 launch script and env",
     )
     assert init.attrs["repo"] == "repo"
@@ -281,7 +276,7 @@ def test_config_texts_become_commit_changes_with_where() -> None:
     assert result.kind == "git_repo"
     [change] = result.config_changes
     assert (change.key, change.old, change.new) == ("METRICS_PORT", "9400", "9401")
-    assert (change.source, change.ref, change.where) == (SOURCE_COMMIT, A, ".env:1")
+    assert (change.source, change.ref, change.where) == (Source.COMMIT, A, ".env:1")
     assert change.at == dt.datetime(2026, 11, 20, 21, 0, tzinfo=UTC)
 
 
@@ -294,8 +289,8 @@ def test_markdown_doc_yields_a_revision_event_and_doc_changes() -> None:
         ctx=_ctx(),
     )
     commit_event, doc_event = result.events
-    assert commit_event.kind == KIND_COMMIT
-    assert (doc_event.kind, doc_event.lane) == (KIND_DOC_REVISION, LANE_DOCS)
+    assert commit_event.kind == EventKind.COMMIT
+    assert (doc_event.kind, doc_event.lane) == (EventKind.DOC_REVISION, Lane.DOCS)
     assert doc_event.key == f"docs/DSV4_DEPLOY.md@{B}"
     assert doc_event.attrs["path"] == "docs/DSV4_DEPLOY.md"
     assert doc_event.attrs["commit"] == B
@@ -308,7 +303,7 @@ def test_markdown_doc_yields_a_revision_event_and_doc_changes() -> None:
         "SGLANG_SM120_MMA_TARGET_CTAS",
         None,
         "512",
-        SOURCE_DOC,
+        Source.DOC,
     )
     assert change.ref == f"docs/DSV4_DEPLOY.md@{B[:12]}"
 

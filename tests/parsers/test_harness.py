@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from evidence.vocabulary import EventKind, Lane
 from ingest.parsers.harness import (
     looks_like_harness_jsonl,
     looks_like_junit,
@@ -18,8 +19,6 @@ from ingest.parsers.harness import (
     parse_lm_eval,
 )
 from ingest.parsers.types import (
-    KIND_HARNESS_RUN,
-    LANE_HARNESS,
     ParseContext,
     ParseError,
 )
@@ -71,7 +70,7 @@ def test_junit_reads_pass_fail_error_and_skipped() -> None:
     assert failed.attrs["message"] == "stream did not finish within 180s"
     assert failed.attrs["time_s"] == 180.0
     assert failed.line == 18
-    assert {(e.kind, e.lane) for e in result.events} == {(KIND_HARNESS_RUN, LANE_HARNESS)}
+    assert {(e.kind, e.lane) for e in result.events} == {(EventKind.HARNESS_RUN, Lane.HARNESS)}
 
 
 def test_junit_naive_timestamp_is_in_the_context_zone_and_zulu_is_utc() -> None:

@@ -10,13 +10,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from evidence.vocabulary import EventKind, Lane
 from ingest.parsers.serverlog import looks_like_sglang_log, parse_sglang_log
 from ingest.parsers.types import (
-    KIND_LOG_ERROR,
-    KIND_LOG_SPAN,
-    KIND_REQUEST,
-    LANE_REQUESTS,
-    LANE_SERVER,
     UTC,
     ParseContext,
     ParseError,
@@ -66,11 +62,11 @@ def summary(result: ParseResult) -> dict[str, Any]:
 
 
 def requests(result: ParseResult) -> dict[str, Any]:
-    return {e.key: e for e in result.events if e.kind == KIND_REQUEST}
+    return {e.key: e for e in result.events if e.kind == EventKind.REQUEST}
 
 
 def errors(result: ParseResult) -> list[Any]:
-    return [e for e in result.events if e.kind == KIND_LOG_ERROR]
+    return [e for e in result.events if e.kind == EventKind.LOG_ERROR]
 
 
 def at(hms: str) -> dt.datetime:
@@ -96,7 +92,7 @@ def test_requests_received_and_never_finished_stay_open() -> None:
         ("77aa88bb99cc00dd11ee22ff33aa44bb", dt.datetime(2026, 11, 20, 23, 40, 3, tzinfo=UTC)),
     ]
     first = dropped[0]
-    assert first.lane == LANE_REQUESTS
+    assert first.lane == Lane.REQUESTS
     assert first.title == "request 9f2c4e1a7b3d"
     assert first.attrs == {
         "rid": "9f2c4e1a7b3d4c5e8f6a0b1c2d3e4f5a",
@@ -106,8 +102,8 @@ def test_requests_received_and_never_finished_stay_open() -> None:
 
 
 def test_log_span_covers_first_to_last_timestamp_with_counts() -> None:
-    span = next(e for e in wedge().events if e.kind == KIND_LOG_SPAN)
-    assert span.lane == LANE_SERVER
+    span = next(e for e in wedge().events if e.kind == EventKind.LOG_SPAN)
+    assert span.lane == Lane.SERVER
     assert (span.at, span.ends_at) == (at("15:39:40"), at("15:42:05"))
     assert span.key == "sglang_wedge.log:2026-11-20T23:39:40+00:00:2026-11-20T23:42:05+00:00"
     assert span.attrs == {"lines": 42, "requests": 5, "unfinished": 2}
@@ -224,7 +220,7 @@ def test_uvicorn_access_lines_are_not_events() -> None:
         'INFO:     127.0.0.1:2 - "GET /health HTTP/1.1" 200 OK\n'
     )
     result = parse(text)
-    assert [e.kind for e in result.events] == [KIND_LOG_SPAN]
+    assert [e.kind for e in result.events] == [EventKind.LOG_SPAN]
     assert result.events[0].attrs == {"lines": 2, "requests": 0, "unfinished": 0}
 
 

@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from evidence.vocabulary import EventKind, Lane
 from ingest.parsers.stacks import (
     capture_time,
     looks_like_goroutines,
@@ -17,8 +18,6 @@ from ingest.parsers.stacks import (
     parse_pyspy,
 )
 from ingest.parsers.types import (
-    KIND_STACK_DUMP,
-    LANE_DUMPS,
     ParseContext,
     ParseError,
 )
@@ -50,7 +49,7 @@ def test_pyspy_dump_is_one_event_with_threads_and_frames() -> None:
     result = parse_pyspy(data, _ctx(PYSPY))
     assert result.kind == "pyspy_dump"
     [event] = result.events
-    assert (event.kind, event.lane) == (KIND_STACK_DUMP, LANE_DUMPS)
+    assert (event.kind, event.lane) == (EventKind.STACK_DUMP, Lane.DUMPS)
     assert event.at == dt.datetime(2026, 11, 20, 23, 45, tzinfo=UTC)  # 15:45 PST
     assert event.title == "py-spy dump of scheduler (pid 48213): 3 threads, 1 active"
     assert event.key == f"py-spy:{PYSPY}:{hashlib.sha256(data).hexdigest()[:16]}"

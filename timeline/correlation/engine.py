@@ -10,6 +10,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
+from evidence.vocabulary import HarnessStatus, SymptomKind, harness_failed
 from timeline.correlation.config_state import (
     fmt_duration,
     fmt_time,
@@ -21,7 +22,6 @@ from timeline.correlation.config_state import (
 )
 from timeline.correlation.suspects import rank_changes
 from timeline.correlation.symptoms import (
-    KIND_WEDGE,
     RUNNING,
     THROUGHPUT,
     Load,
@@ -125,7 +125,7 @@ def _check_clocks(inputs: Inputs, symptoms: Sequence[Symptom], warnings: list[st
     if not inputs.log_spans:
         return
     log_start = min(span.start for span in inputs.log_spans)
-    early = [s for s in symptoms if s.at < log_start and s.kind == KIND_WEDGE]
+    early = [s for s in symptoms if s.at < log_start and s.kind == SymptomKind.WEDGE]
     if early:
         warnings.append(
             f"the wedge at {fmt_time(early[0].at)} is before the first server log line at "
@@ -166,9 +166,9 @@ def _rule_out_model_quality(
     start_words = "last good" if last_good is not None else "the first run"
     end = max(s.ends_at or s.at for s in symptoms)
     window = [r for r in ordered if start <= r.at <= end]
-    if any(r.status in ("fail", "error") for r in window):
+    if any(harness_failed(r.status) for r in window):
         return []
-    passed = [r for r in window if r.status == "pass"]
+    passed = [r for r in window if r.status == HarnessStatus.PASS]
     span = f"between {fmt_time(start)} and {fmt_time(end)}"
     if len(passed) < 2:
         warnings.append(
@@ -195,7 +195,7 @@ def _rule_out_model_quality(
             else "the runs reported no scores"
         ),
     ]
-    skipped = [r for r in window if r.status not in ("pass", "fail", "error")]
+    skipped = [r for r in window if r.status != HarnessStatus.PASS and not harness_failed(r.status)]
     if skipped:
         evidence.append(f"{len(skipped)} skipped run(s) in the window were not counted")
     return [RuledOut(MODEL_QUALITY, tuple(evidence), tuple(r.ref for r in passed))]

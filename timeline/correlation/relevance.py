@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from evidence.vocabulary import SymptomKind
+
 HIGH = "high"
 NEUTRAL = "neutral"
 LOW = "low"
@@ -98,9 +100,9 @@ _QUALITY_LOW = frozenset(
 )
 
 _VOCABULARY: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "dropped_request": (_STALL_WORDS, _STALL_LOW),
-    "wedge": (_STALL_WORDS, _STALL_LOW),
-    "harness_failure": (_QUALITY_WORDS, _QUALITY_LOW),
+    SymptomKind.DROPPED_REQUEST: (_STALL_WORDS, _STALL_LOW),
+    SymptomKind.WEDGE: (_STALL_WORDS, _STALL_LOW),
+    SymptomKind.HARNESS_FAILURE: (_QUALITY_WORDS, _QUALITY_LOW),
 }
 
 _SPLIT = re.compile(r"[^a-z0-9]+")
@@ -121,7 +123,7 @@ def key_words(key: str) -> tuple[str, ...]:
 
 def relevance(key: str, symptom_kind: str) -> Relevance:
     """How relevant ``key`` is to symptoms of ``symptom_kind`` (unknown kinds: as for wedges)."""
-    high, low = _VOCABULARY.get(symptom_kind, _VOCABULARY["wedge"])
+    high, low = _VOCABULARY.get(symptom_kind, _VOCABULARY[SymptomKind.WEDGE])
     words = key_words(key)
     matched = tuple(w for w in words if w in high)
     if matched:

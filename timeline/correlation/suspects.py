@@ -32,9 +32,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from evidence.vocabulary import SymptomKind
 from timeline.correlation.config_state import fmt_duration, fmt_time, fmt_value
 from timeline.correlation.relevance import HIGH, LOW, relevance
-from timeline.correlation.symptoms import KIND_DROPPED, KIND_HARNESS, KIND_WEDGE, Load
+from timeline.correlation.symptoms import Load
 from timeline.correlation.types import Change, Excluded, Params, Suspect, Symptom
 
 RELEVANCE_POINTS = {HIGH: 2.0, LOW: -1.0, "neutral": 0.5}
@@ -48,14 +49,14 @@ REVERT_STOPPED_POINTS = 3.0
 RESTORE_RETURNED_POINTS = 1.5
 
 _NOUN = {
-    KIND_WEDGE: "wedge",
-    KIND_DROPPED: "dropped requests",
-    KIND_HARNESS: "harness failures",
+    SymptomKind.WEDGE: "wedge",
+    SymptomKind.DROPPED_REQUEST: "dropped requests",
+    SymptomKind.HARNESS_FAILURE: "harness failures",
 }
 _CLASS = {
-    KIND_WEDGE: "dropped requests and wedges",
-    KIND_DROPPED: "dropped requests and wedges",
-    KIND_HARNESS: "harness failures",
+    SymptomKind.WEDGE: "dropped requests and wedges",
+    SymptomKind.DROPPED_REQUEST: "dropped requests and wedges",
+    SymptomKind.HARNESS_FAILURE: "harness failures",
 }
 
 
@@ -71,13 +72,13 @@ class Ranking:
     excluded: list[Excluded]
 
 
-def _symptom_class(symptoms: Sequence[Symptom], first_bad: dt.datetime) -> str:
+def _symptom_class(symptoms: Sequence[Symptom], first_bad: dt.datetime) -> SymptomKind:
     at_or_after = [s for s in symptoms if s.at >= first_bad]
     pool = at_or_after or list(symptoms)
-    return min(pool, key=lambda s: s.at).kind if pool else KIND_WEDGE
+    return min(pool, key=lambda s: s.at).kind if pool else SymptomKind.WEDGE
 
 
-def _relevance_factor(change: Change, kind: str) -> tuple[float, str]:
+def _relevance_factor(change: Change, kind: SymptomKind) -> tuple[float, str]:
     verdict = relevance(change.key, kind)
     points = RELEVANCE_POINTS[verdict.level]
     words = ", ".join(verdict.words)

@@ -22,6 +22,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
+from evidence.vocabulary import SymptomKind, harness_failed
 from timeline.correlation.config_state import fmt_duration
 from timeline.correlation.types import HarnessRun, LogSpan, Params, Request, Series, Symptom
 
@@ -31,9 +32,6 @@ RUNNING = "sglang:num_running_reqs"
 THROUGHPUT = "sglang:gen_throughput"
 GPU_UTIL = ("DCGM_FI_DEV_GPU_UTIL", "nvidia_smi_utilization_gpu")
 
-KIND_DROPPED = "dropped_request"
-KIND_WEDGE = "wedge"
-KIND_HARNESS = "harness_failure"
 
 # Prometheus' own staleness horizon: a sample older than this says nothing about "now".
 LOOKBACK = dt.timedelta(minutes=5)
@@ -238,7 +236,7 @@ def find_wedges(metrics: Metrics, params: Params) -> list[Symptom]:
             peak = float(util[sl][by_util[sl]].max())
             what.append(f"GPU utilisation at most {peak:.1f}%")
         title = f"wedge for {fmt_duration(end - start)}: " + ", ".join(what)
-        symptoms.append(Symptom(KIND_WEDGE, start, end, title))
+        symptoms.append(Symptom(SymptomKind.WEDGE, start, end, title))
     return symptoms
 
 
@@ -310,12 +308,16 @@ def find_dropped_requests(
                 f"request {r.rid} finished late, {fmt_duration(r.finished_at - r.received_at)}"
                 f" after it was received (timeout {limit})"
             )
-            dropped.append(Symptom(KIND_DROPPED, r.received_at, r.finished_at, title, (r.ref,)))
+            dropped.append(
+                Symptom(SymptomKind.DROPPED_REQUEST, r.received_at, r.finished_at, title, (r.ref,))
+            )
         elif covered[i]:
             title = (
                 f"request {r.rid} never finished: the server kept logging past its {limit} timeout"
             )
-            dropped.append(Symptom(KIND_DROPPED, r.received_at, None, title, (r.ref,)))
+            dropped.append(
+                Symptom(SymptomKind.DROPPED_REQUEST, r.received_at, None, title, (r.ref,))
+            )
         else:
             unknown.append(r)
     return RequestVerdict(dropped, unknown)
@@ -328,7 +330,7 @@ def find_harness_failures(runs: Sequence[HarnessRun]) -> list[Symptom]:
     """Every harness run with status fail or error."""
     return [
         Symptom(
-            KIND_HARNESS,
+            SymptomKind.HARNESS_FAILURE,
             run.at,
             None,
             f"harness {run.suite}/{run.case} {run.status}"
@@ -336,7 +338,7 @@ def find_harness_failures(runs: Sequence[HarnessRun]) -> list[Symptom]:
             (run.ref,),
         )
         for run in runs
-        if run.status in ("fail", "error")
+        if harness_failed(run.status)
     ]
 
 

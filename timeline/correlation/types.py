@@ -9,6 +9,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+from evidence.vocabulary import SymptomKind
+
 
 @dataclass(frozen=True)
 class Change:
@@ -96,7 +98,7 @@ class Inputs:
 
 @dataclass(frozen=True)
 class Symptom:
-    kind: str  # dropped_request, wedge, harness_failure
+    kind: SymptomKind
     at: dt.datetime
     ends_at: dt.datetime | None
     title: str

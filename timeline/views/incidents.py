@@ -15,9 +15,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.html import escape
 from django.views.decorators.http import require_GET, require_http_methods
 
+from evidence.vocabulary import EventKind, Lane, harness_failed
 from timeline import charts, selectors
 from timeline.analysis import current_analysis
-from timeline.choices import EventKind, FindingKind, Lane, RunStatus
+from timeline.choices import EVENT_KIND_CHOICES, LANE_CHOICES, FindingKind, RunStatus
 from timeline.markdown import render as md
 from timeline.models import Analysis, Artifact, Event, Finding, Note, Team
 from timeline.services import ServiceError, incident_create
@@ -107,8 +108,8 @@ def incident_timeline(request: HttpRequest, slug: str) -> HttpResponse:
             "ruled_out": by_kind.get(FindingKind.RULED_OUT, []),
             "warnings": by_kind.get(FindingKind.WARNING, []),
             "artifacts": artifacts,
-            "lanes": Lane.choices,
-            "kinds": EventKind.choices,
+            "lanes": LANE_CHOICES,
+            "kinds": EVENT_KIND_CHOICES,
             "series_names": selectors.series_names(incident),
             "default_panels": [name for name, _ in selectors.DEFAULT_PANELS],
         },
@@ -156,7 +157,7 @@ def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
             at=e["at"],
             lane=e["lane"],
             title=e["title"],
-            failed=e["kind"] == EventKind.HARNESS_RUN and e["status"] in ("fail", "error"),
+            failed=e["kind"] == EventKind.HARNESS_RUN and harness_failed(e["status"]),
         )
         for e in selectors.timeline_events(incident, start, end)
     ]
@@ -282,8 +283,8 @@ def event_table(request: HttpRequest, slug: str) -> HttpResponse:
             "q": q,
             "lanes": lanes,
             "kinds": kinds,
-            "lane_choices": Lane.choices,
-            "kind_choices": EventKind.choices,
+            "lane_choices": LANE_CHOICES,
+            "kind_choices": EVENT_KIND_CHOICES,
             "querystring": request.GET.urlencode(),
         },
     )
