@@ -10,11 +10,12 @@ import re
 import pytest
 from django.urls import reverse
 
+from evidence.vocabulary import EventKind, HarnessStatus, Lane
 from tests.conftest import ARTIFACTS
 from timeline import postmortem, services
 from timeline.analysis import current_analysis
 from timeline.choices import FindingKind
-from timeline.models import Incident
+from timeline.models import Event, Incident
 
 CULPRIT = "SGLANG_SM120_MMA_TARGET_CTAS"
 HOSTILE = "</script><script>alert(1)</script> <img src=x onerror=alert(2)> [x](javascript:alert(3))"
@@ -152,6 +153,41 @@ def test_an_incident_without_analysis_exports_the_unknowns(alice_client, inciden
     assert "- first bad: unknown" in md
     response = alice_client.get(reverse("postmortem_export", args=[incident.slug, "pdf"]))
     assert response.status_code == 404
+
+
+def _drawn(figure: dict) -> dict[str, object]:
+    """What a timeline figure draws on its event lanes: each marker's lane and whether it is
+    drawn as a failure (black), and the last-good / first-bad lines."""
+    markers = {}
+    for trace in figure["data"]:
+        if "customdata" not in trace:  # a metric panel
+            continue
+        for (marker_id, lane), colour in zip(
+            trace["customdata"], trace["marker"]["color"], strict=True
+        ):
+            markers[str(marker_id)] = (lane, colour == "#000")
+    lines = sorted(
+        (s["x0"], s["line"]["color"]) for s in figure["layout"]["shapes"] if s["type"] == "line"
+    )
+    return {"markers": markers, "lines": lines}
+
+
+def test_the_postmortem_draws_the_same_timeline_as_the_page(alice_client, loaded):
+    page = json.loads(alice_client.get(reverse("timeline_data", args=[loaded.slug])).content)
+    html = alice_client.get(reverse("postmortem_export", args=[loaded.slug, "html"])).content
+    data = re.search(rb'id="pm-figure-data">(.*?)</script>', html, re.S)
+    assert data is not None
+    on_page, in_postmortem = _drawn(page["figure"]), _drawn(json.loads(data.group(1)))
+    assert on_page["markers"] and on_page["lines"]
+    assert in_postmortem == on_page
+    # lm-eval runs carry a score and no verdict: healthy, never drawn as failures.
+    scored = Event.objects.filter(
+        incident=loaded, kind=EventKind.HARNESS_RUN, attrs__status=HarnessStatus.SCORED
+    ).values_list("pk", flat=True)
+    assert len(scored) >= 3
+    for pk in scored:
+        assert in_postmortem["markers"][str(pk)] == (Lane.HARNESS, False)
+    assert not any(failed for _, failed in in_postmortem["markers"].values())
 
 
 @pytest.fixture
