@@ -517,7 +517,7 @@ def postmortem_export(request: HttpRequest, slug: str, fmt: str) -> HttpResponse
     elif fmt == "json":
         body = postmortem.to_json(doc)
     else:
-        body = postmortem.to_html(doc, postmortem.figure(incident, doc))
+        body = postmortem.to_html(doc, postmortem.figure(incident))
     content_type, ext = EXPORTS[fmt]
     response = HttpResponse(body.encode("utf-8"), content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{incident.slug}-postmortem.{ext}"'

@@ -12,15 +12,15 @@ from django.core.paginator import Paginator
 from django.db.models import OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.html import escape
 from django.views.decorators.http import require_GET, require_http_methods
 
-from evidence.vocabulary import EventKind, Lane, harness_failed
+from evidence.vocabulary import EventKind
 from timeline import charts, selectors
 from timeline.analysis import current_analysis
 from timeline.choices import EVENT_KIND_CHOICES, LANE_CHOICES, FindingKind, RunStatus
+from timeline.figure_data import timeline_figure_data, trace_name
 from timeline.markdown import render as md
-from timeline.models import Analysis, Artifact, Event, Finding, Note, Team
+from timeline.models import Analysis, Artifact, Event, Finding, Team
 from timeline.services import ServiceError, incident_create
 
 
@@ -146,79 +146,19 @@ def _parse_time(raw: str | None) -> dt.datetime | None:
 def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
     """The figure for a time window: events on lanes plus downsampled metric panels."""
     incident = selectors.incident_for_user(request.user, slug)
-    start = _parse_time(request.GET.get("start"))
-    end = _parse_time(request.GET.get("end"))
-    picked = [p for p in request.GET.getlist("series") if p][:12]
-    analysis = current_analysis(incident)
-    findings = list(analysis.findings.all()) if analysis else []
-    markers = [
-        charts.Marker(
-            id=e["id"],
-            at=e["at"],
-            lane=e["lane"],
-            title=e["title"],
-            failed=e["kind"] == EventKind.HARNESS_RUN and harness_failed(e["status"]),
-        )
-        for e in selectors.timeline_events(incident, start, end)
-    ]
-    # Operators' notes on their own lane; a click opens "n<id>". Escaped: plotly renders a few
-    # HTML tags in hover text, and a note is user input.
-    notes = Note.objects.filter(incident=incident)
-    if start is not None:
-        notes = notes.filter(at__gte=start)
-    if end is not None:
-        notes = notes.filter(at__lte=end)
-    markers.extend(
-        charts.Marker(id=f"n{pk}", at=at, lane=Lane.NOTES, title=escape(body[:160]))
-        for pk, at, body in notes.order_by("at", "id").values_list("id", "at", "body")
+    figure = timeline_figure_data(
+        incident,
+        _parse_time(request.GET.get("start")),
+        _parse_time(request.GET.get("end")),
+        series=request.GET.getlist("series"),
     )
-    spans = []
-    for f in findings:
-        if f.kind != FindingKind.SYMPTOM or f.at is None:
-            continue
-        markers.append(charts.Marker(id=f"f{f.pk}", at=f.at, lane="symptoms", title=f.title))
-        ends = (f.data or {}).get("ends_at")
-        if ends:
-            spans.append((f.at, dt.datetime.fromisoformat(ends)))
-    titles = dict(selectors.DEFAULT_PANELS)
-    order = {name: i for i, name in enumerate(titles)}
-    # The usual panels first, in their usual order; any other picked series after them.
-    names = sorted(picked or list(titles), key=lambda n: (order.get(n, len(order)), n))
-    series = selectors.series_for_panels(incident, names)
-    points = selectors.series_downsampled(series, start, end)
-    panels = []
-    for name in names:
-        traces = [
-            charts.Trace(name=_trace_name(p.labels) or name, ts_ms=p.ts, values=p.values)
-            for p in points
-            if p.name == name
-        ]
-        if traces:
-            panels.append(charts.Panel(title=titles.get(name, name), traces=traces))
-    first_bad = next((f.at for f in findings if f.kind == FindingKind.FIRST_BAD), None)
-    last_good = next((f.at for f in findings if f.kind == FindingKind.LAST_GOOD), None)
-    fig = charts.timeline_figure(
-        charts.TimelineData(
-            markers=markers,
-            panels=panels,
-            first_bad=first_bad,
-            last_good=last_good,
-            symptom_spans=spans,
-            x_range=(start, end) if start and end else None,
-        )
-    )
-    body = charts.figure_json(fig)
+    body = charts.figure_json(charts.timeline_figure(figure.data))
     meta = json.dumps(
-        {"points": {f"{p.name}{_trace_name(p.labels)}": [len(p.ts), p.total] for p in points}}
+        {"points": {f"{p.name}{trace_name(p.labels)}": [len(p.ts), p.total] for p in figure.points}}
     )
     return HttpResponse(
         '{"figure":' + body + ',"meta":' + meta + "}", content_type="application/json"
     )
-
-
-def _trace_name(labels: dict[str, str]) -> str:
-    interesting = {k: v for k, v in labels.items() if k not in {"model_name", "__name__"}}
-    return ",".join(f"{k}={v}" for k, v in sorted(interesting.items()))
 
 
 @require_GET

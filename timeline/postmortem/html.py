@@ -1,0 +1,71 @@
+"""The postmortem as one self-contained HTML file (templates/timeline/postmortem.html).
+
+The Markdown rendered safely (raw HTML off), with the styles, plotly.js, the drawing script and
+the timeline figure inlined, so the file opens offline. The figure comes from the same builder
+as the timeline page's, so the export draws what the page draws.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.contrib.staticfiles import finders
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
+
+from timeline import charts
+from timeline.figure_data import timeline_figure_data
+from timeline.markdown import render as md_render
+from timeline.models import Incident
+from timeline.postmortem.markdown import to_markdown
+
+FIGURE_POINTS = 600  # per metric trace in the exported figure: enough to see the wedge
+_FIGURE_AFTER = "<h2>Timeline of key events</h2>"
+_FIGURE_DIV = '<div id="pm-figure"></div>\n'
+
+
+def figure(incident: Incident) -> str:
+    """The timeline figure as Plotly JSON: the page's figure over the whole incident, with
+    fewer points per metric trace."""
+    data = timeline_figure_data(incident, max_points=FIGURE_POINTS).data
+    return charts.figure_json(charts.timeline_figure(data))
+
+
+def _static(relative: str) -> str:
+    path = finders.find(relative)
+    if not path:
+        raise FileNotFoundError(relative)
+    return Path(str(path)).read_text(encoding="utf-8")
+
+
+def _script_safe(text: str) -> str:
+    """JSON or code placed inside <script>: no '</' can close the element early."""
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def to_html(doc: dict[str, Any], figure_json: str) -> str:
+    """One self-contained file: styles, plotly.js and the figure inline, no external URL."""
+    body = str(md_render(to_markdown(doc)))
+    body = (
+        body.replace(_FIGURE_AFTER, _FIGURE_AFTER + "\n" + _FIGURE_DIV, 1)
+        if _FIGURE_AFTER in body
+        else (_FIGURE_DIV + body)
+    )
+    plotly_js = _static("vendor/plotly.min.js")
+    if "</script" in plotly_js.lower():  # would end the inline element early
+        raise ValueError("plotly.min.js contains '</script'; it cannot be inlined")
+    css = _static("app/app.css") + "\n" + _static("app/postmortem.css")
+    # Everything marked safe below is our own static file or HTML escaped already: the body by
+    # the Markdown renderer (raw HTML off), the figure by _script_safe.
+    return render_to_string(
+        "timeline/postmortem.html",
+        {
+            "title": doc["incident"]["title"],
+            "css": mark_safe(css),  # noqa: S308
+            "plotly_js": mark_safe(plotly_js),  # noqa: S308
+            "body": mark_safe(body),  # noqa: S308
+            "figure_json": mark_safe(_script_safe(figure_json)),  # noqa: S308
+            "figure_js": mark_safe(_static("app/postmortem.js")),  # noqa: S308
+        },
+    )
