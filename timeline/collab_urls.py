@@ -2,35 +2,35 @@
 
 from django.urls import path
 
-from timeline.views import collab
+from timeline.views import audit, hypotheses, incident_fields, notes, postmortem
 
 urlpatterns = [
-    path("hypotheses/", collab.hypothesis_board, name="hypothesis_board"),
-    path("hypotheses/panel/", collab.hypothesis_panel, name="hypothesis_panel"),
-    path("hypotheses/<int:hypothesis_id>/", collab.hypothesis_edit, name="hypothesis_edit"),
+    path("hypotheses/", hypotheses.hypothesis_board, name="hypothesis_board"),
+    path("hypotheses/panel/", hypotheses.hypothesis_panel, name="hypothesis_panel"),
+    path("hypotheses/<int:hypothesis_id>/", hypotheses.hypothesis_edit, name="hypothesis_edit"),
     path(
         "hypotheses/<int:hypothesis_id>/status/",
-        collab.hypothesis_status,
+        hypotheses.hypothesis_status,
         name="hypothesis_status",
     ),
     path(
         "hypotheses/<int:hypothesis_id>/delete/",
-        collab.hypothesis_delete,
+        hypotheses.hypothesis_delete,
         name="hypothesis_delete",
     ),
     path(
         "hypotheses/<int:hypothesis_id>/evidence/",
-        collab.evidence_add,
+        hypotheses.evidence_add,
         name="hypothesis_evidence_add",
     ),
-    path("evidence/", collab.evidence_add, name="evidence_add"),
-    path("evidence/<int:evidence_id>/delete/", collab.evidence_remove, name="evidence_remove"),
-    path("findings/<int:finding_id>/accept/", collab.finding_accept, name="finding_accept"),
-    path("notes/", collab.note_add, name="note_add"),
-    path("notes/<int:note_id>/", collab.note_detail, name="note_detail"),
-    path("notes/<int:note_id>/delete/", collab.note_delete, name="note_delete"),
-    path("marks/", collab.marks, name="incident_marks"),
-    path("edit/", collab.incident_edit, name="incident_edit"),
-    path("audit/", collab.audit_log, name="audit_log"),
-    path("postmortem.<str:fmt>", collab.postmortem_export, name="postmortem_export"),
+    path("evidence/", hypotheses.evidence_add, name="evidence_add"),
+    path("evidence/<int:evidence_id>/delete/", hypotheses.evidence_remove, name="evidence_remove"),
+    path("findings/<int:finding_id>/accept/", hypotheses.finding_accept, name="finding_accept"),
+    path("notes/", notes.note_add, name="note_add"),
+    path("notes/<int:note_id>/", notes.note_detail, name="note_detail"),
+    path("notes/<int:note_id>/delete/", notes.note_delete, name="note_delete"),
+    path("marks/", incident_fields.marks, name="incident_marks"),
+    path("edit/", incident_fields.incident_edit, name="incident_edit"),
+    path("audit/", audit.audit_log, name="audit_log"),
+    path("postmortem.<str:fmt>", postmortem.postmortem_export, name="postmortem_export"),
 ]

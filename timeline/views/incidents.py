@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any
 
-from django import forms
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import OuterRef, Subquery
@@ -19,21 +17,10 @@ from timeline import charts, selectors
 from timeline.analysis import current_analysis
 from timeline.choices import EVENT_KIND_CHOICES, LANE_CHOICES, FindingKind, RunStatus
 from timeline.figure_data import timeline_figure_data, trace_name
+from timeline.forms import IncidentForm, parse_utc
 from timeline.markdown import render as md
-from timeline.models import Analysis, Artifact, Event, Finding, Team
+from timeline.models import Analysis, Artifact, Event, Finding
 from timeline.services import ServiceError, incident_create
-
-
-class IncidentForm(forms.Form):
-    title = forms.CharField(max_length=200)
-    team = forms.ModelChoiceField(queryset=Team.objects.none())
-    timezone = forms.CharField(max_length=64, initial="UTC", required=False)
-
-    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        team_field = self.fields["team"]
-        assert isinstance(team_field, forms.ModelChoiceField)
-        team_field.queryset = Team.objects.filter(members=user)
 
 
 @require_GET
@@ -133,13 +120,13 @@ def analysis_status(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _parse_time(raw: str | None) -> dt.datetime | None:
+    """A window bound from the query string; anything unreadable means "unbounded"."""
     if not raw:
         return None
     try:
-        value = dt.datetime.fromisoformat(raw.replace("Z", "+00:00").replace(" ", "T"))
+        return parse_utc(raw)
     except ValueError:
         return None
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
 
 @require_GET

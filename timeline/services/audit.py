@@ -1,0 +1,27 @@
+"""The audit log: who changed what, and when. Entries are only ever added: a trigger refuses
+changing or deleting them (migration 0002 says what it lets through)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from timeline.models import AuditEntry, Incident
+from timeline.services.common import actor_or_none
+
+
+def audit(
+    *,
+    incident: Incident,
+    actor: Any,
+    action: str,
+    target: str = "",
+    data: dict[str, Any] | None = None,
+) -> None:
+    """Record one change; ``data`` holds what changed (``[old, new]`` per field)."""
+    AuditEntry.objects.create(
+        incident=incident,
+        actor=actor_or_none(actor),
+        action=action,
+        target=target[:200],
+        data=data or {},
+    )

@@ -1,0 +1,77 @@
+"""What the collaboration views share: the incident a write may change, and the answers.
+
+Writes answer htmx with 204 and an ``HX-Trigger: collab-changed`` event (the board, the panel and
+the chart reload themselves on it) or 422 with the error text for the form's error slot; without
+htmx they redirect back with a message. Only members of the incident's team may write; everyone
+else gets the same 404 as for reading.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from timeline import selectors
+from timeline.models import Incident
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    """Whether htmx sent the request (it wants a fragment or a status, not a redirect)."""
+    return bool(request.headers.get("HX-Request"))
+
+
+def editable(request: HttpRequest, slug: str) -> Incident:
+    """The incident, for a write: 404 for other teams; members only (a superuser who is not a
+    member can read but not write)."""
+    incident = selectors.incident_for_user(request.user, slug)
+    if not incident.team.members.filter(pk=request.user.pk or 0).exists():
+        raise PermissionDenied("Only members of the incident's team can change it.")
+    return incident
+
+
+def back(request: HttpRequest, incident: Incident) -> str:
+    """Where a write without htmx returns: ``next`` when it is on this site, else the board."""
+    nxt = request.POST.get("next") or request.GET.get("next") or ""
+    if nxt and url_has_allowed_host_and_scheme(nxt, {request.get_host()}, request.is_secure()):
+        return nxt
+    return reverse("hypothesis_board", args=[incident.slug])
+
+
+def done(
+    request: HttpRequest, incident: Incident, message: str, *, replaces_detail: bool = False
+) -> HttpResponse:
+    """The answer to a write that succeeded."""
+    if is_htmx(request):
+        if replaces_detail:  # the side panel showed what was just removed
+            response = render(request, "timeline/collab/_error.html", {"error": message})
+            response["HX-Retarget"] = "#detail"
+            response["HX-Reswap"] = "innerHTML"
+        else:
+            response = HttpResponse(status=204)
+        response["HX-Trigger"] = "collab-changed"
+        return response
+    messages.success(request, message)
+    return redirect(back(request, incident))
+
+
+def failed(request: HttpRequest, incident: Incident, error: str) -> HttpResponse:
+    """The answer to a write that was refused, with the reason for the user."""
+    if is_htmx(request):
+        # Plain text, autoescaped by the template engine; the form's error slot shows it.
+        return render(request, "timeline/collab/_error.html", {"error": error}, status=422)
+    messages.error(request, error)
+    return redirect(back(request, incident))
+
+
+def form_error(form: forms.Form) -> str:
+    """A form's errors as one line of text."""
+    parts = []
+    for field, errors in form.errors.items():
+        label = "" if field == "__all__" else f"{field}: "
+        parts.append(label + " ".join(str(e) for e in errors))
+    return "; ".join(parts)

@@ -1,0 +1,33 @@
+"""The postmortem export: Markdown, one self-contained HTML file, or JSON."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET
+
+from timeline import postmortem, selectors
+
+EXPORTS = {
+    "md": ("text/markdown; charset=utf-8", "md"),
+    "html": ("text/html; charset=utf-8", "html"),
+    "json": ("application/json", "json"),
+}
+
+
+@require_GET
+def postmortem_export(request: HttpRequest, slug: str, fmt: str) -> HttpResponse:
+    """The postmortem as a download: Markdown, one self-contained HTML file, or JSON."""
+    incident = selectors.incident_for_user(request.user, slug)
+    if fmt not in EXPORTS:
+        return HttpResponse("Unknown format: use md, html or json.", status=404)
+    doc = postmortem.document(incident)
+    if fmt == "md":
+        body = postmortem.to_markdown(doc)
+    elif fmt == "json":
+        body = postmortem.to_json(doc)
+    else:
+        body = postmortem.to_html(doc, postmortem.figure(incident))
+    content_type, ext = EXPORTS[fmt]
+    response = HttpResponse(body.encode("utf-8"), content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{incident.slug}-postmortem.{ext}"'
+    return response
