@@ -72,19 +72,7 @@ def incident_view(request: HttpRequest, team: Team, slug: str) -> HttpResponse:
     incident = _incident(team, slug)
     if incident is None:
         return _error(404, f"no incident {slug!r} for this token's team")
-    from timeline.analysis import current_analysis
+    from timeline.analysis import current_analysis, public_json
 
-    analysis = current_analysis(incident)
-    body = (
-        analysis.result
-        if analysis
-        else {
-            "incident": incident.slug,
-            "first_bad": None,
-            "last_good": None,
-            "suspects": [],
-            "excluded": [],
-            "ruled_out": [],
-        }
-    )
+    body = public_json(incident, current_analysis(incident))
     return HttpResponse(json.dumps(body), content_type="application/json")

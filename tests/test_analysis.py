@@ -1,14 +1,19 @@
-"""The analysis glue: stored findings, stale runs, re-runs, config_diff."""
+"""The analysis glue: stored findings, stale runs, re-runs, config_diff, recorded weights."""
 
 from __future__ import annotations
 
+import json
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
 
-from timeline.analysis import analysis_run, current_analysis
+from ingest.push import token_create
+from timeline.analysis import analysis_run, current_analysis, public_json
 from timeline.choices import FindingKind, RunStatus
+from timeline.correlation import suspects
+from timeline.correlation import weights as correlation_weights
+from timeline.correlation.weights import WEIGHTS_VERSION, weights
 from timeline.models import Analysis, Finding, Incident
 from timeline.services import analysis_request
 
@@ -95,3 +100,67 @@ def test_the_page_polls_a_pending_analysis_and_refreshes_when_it_is_done(client,
     status = client.get(f"/incidents/{loaded.slug}/analysis-status")
     assert status["HX-Refresh"] == "true"
     assert "re-running" not in client.get(f"/incidents/{loaded.slug}/").content.decode()
+
+
+# --- the weights each analysis scored with -------------------------------------------------------
+
+
+def test_every_analysis_records_the_weights_and_their_version(loaded):
+    run = analysis_run(incident_id=loaded.pk, version=analysis_request(incident_id=loaded.pk))
+    run.refresh_from_db()
+    assert run.weights_version == WEIGHTS_VERSION
+    assert run.weights == weights()
+    assert run.weights["suspect_points"]["new_key"] == suspects.NEW_KEY_POINTS
+
+
+def test_an_old_analysis_keeps_the_weights_it_was_scored_with_after_they_change(
+    loaded, monkeypatch
+):
+    old = analysis_run(incident_id=loaded.pk, version=analysis_request(incident_id=loaded.pk))
+    old_top = old.findings.get(kind=FindingKind.SUSPECT, rank=1)
+
+    monkeypatch.setattr(suspects, "NEW_KEY_POINTS", suspects.NEW_KEY_POINTS + 2.0)
+    monkeypatch.setattr(correlation_weights, "WEIGHTS_VERSION", WEIGHTS_VERSION + 1)
+    new = analysis_run(incident_id=loaded.pk, version=analysis_request(incident_id=loaded.pk))
+
+    old.refresh_from_db()
+    new_top = new.findings.get(kind=FindingKind.SUSPECT, rank=1)
+    assert old_top.data["key"] == new_top.data["key"] == "SGLANG_SM120_MMA_TARGET_CTAS"
+    assert (old.weights_version, new.weights_version) == (WEIGHTS_VERSION, WEIGHTS_VERSION + 1)
+    old_points = old.weights["suspect_points"]["new_key"]
+    new_points = new.weights["suspect_points"]["new_key"]
+    assert new_points == old_points + 2.0
+    assert new_top.score == pytest.approx(old_top.score + new_points - old_points)
+    assert public_json(loaded, old)["weights"] == {
+        "version": WEIGHTS_VERSION,
+        "values": old.weights,
+    }
+
+
+def test_the_api_the_json_command_and_the_page_show_the_weights(client, user, loaded):
+    out = StringIO()
+    call_command("analyze", loaded.slug, json=True, stdout=out, stderr=StringIO())
+    printed = json.loads(out.getvalue())
+    assert printed["weights"] == {"version": WEIGHTS_VERSION, "values": weights()}
+
+    token = token_create(team=loaded.team, name="ci")
+    response = client.get(
+        f"/api/v1/incidents/{loaded.slug}/analysis", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
+    assert response.json()["weights"] == printed["weights"]
+
+    client.force_login(user)
+    page = client.get(f"/incidents/{loaded.slug}/").content.decode()
+    assert f"weights v{WEIGHTS_VERSION}" in page
+    assert f"Scored with correlation weights v{WEIGHTS_VERSION}" in page
+    assert "&quot;exposure_cap&quot;: 1.5" in page
+
+
+def test_an_analysis_stored_before_weights_were_versioned_says_so(client, user, loaded):
+    run = analysis_run(incident_id=loaded.pk, version=analysis_request(incident_id=loaded.pk))
+    Analysis.objects.filter(pk=run.pk).update(weights_version=None, weights={})
+    run.refresh_from_db()
+    assert public_json(loaded, run)["weights"] is None
+    client.force_login(user)
+    page = client.get(f"/incidents/{loaded.slug}/").content.decode()
+    assert "Weights not recorded" in page

@@ -10,6 +10,7 @@ from django.core.management import call_command
 
 from timeline import samples
 from timeline.choices import FindingKind, RunStatus
+from timeline.correlation.weights import WEIGHTS_VERSION, weights
 from timeline.models import Analysis, Artifact, ConfigChange, Event, Incident, Series
 
 CULPRIT = "SGLANG_SM120_MMA_TARGET_CTAS"
@@ -77,7 +78,9 @@ def test_analyze_json_prints_exactly_one_object_with_the_public_shape(sample_bun
         "suspects",
         "excluded",
         "ruled_out",
+        "weights",
     }
+    assert payload["weights"] == {"version": WEIGHTS_VERSION, "values": weights()}
     assert payload["suspects"][0]["key"] == CULPRIT
     assert set(payload["suspects"][0]) == {"key", "old", "new", "at", "score", "sources", "reasons"}
     scores = [s["score"] for s in payload["suspects"]]

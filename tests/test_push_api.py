@@ -148,4 +148,6 @@ def test_the_analysis_endpoint_returns_the_public_shape(client, incident, token)
         "suspects",
         "excluded",
         "ruled_out",
+        "weights",
     }
+    assert response.json()["weights"] is None  # no analysis yet

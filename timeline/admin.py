@@ -58,7 +58,7 @@ class SeriesAdmin(admin.ModelAdmin[models.Series]):
 
 @admin.register(models.Analysis)
 class AnalysisAdmin(admin.ModelAdmin[models.Analysis]):
-    list_display = ["incident", "version", "status", "started_at", "finished_at"]
+    list_display = ["incident", "version", "status", "weights_version", "started_at", "finished_at"]
 
 
 @admin.register(models.Finding)

@@ -6,7 +6,6 @@ atomically; a run older than the incident's newest request never overwrites a ne
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 from typing import Any
@@ -19,6 +18,7 @@ from evidence.vocabulary import EventKind
 from timeline import samples
 from timeline.choices import FindingKind, RunStatus
 from timeline.correlation import engine
+from timeline.correlation import weights as correlation_weights
 from timeline.correlation.types import (
     Change,
     HarnessRun,
@@ -256,7 +256,9 @@ def analysis_run(*, incident_id: int, version: int | None = None) -> Analysis | 
         Finding.objects.filter(analysis=analysis).delete()
         Finding.objects.bulk_create(_findings(analysis, result))
         analysis.status = RunStatus.DONE
-        analysis.params = _params_json(params)
+        analysis.params = correlation_weights.params_json(params)
+        analysis.weights_version = correlation_weights.WEIGHTS_VERSION
+        analysis.weights = correlation_weights.weights(params)
         analysis.result = payload
         analysis.finished_at = timezone.now()
         analysis.save()
@@ -264,14 +266,6 @@ def analysis_run(*, incident_id: int, version: int | None = None) -> Analysis | 
             incident=incident, version__lt=version, status=RunStatus.DONE
         ).update(status=RunStatus.SUPERSEDED)
     return analysis
-
-
-def _params_json(params: Params) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(params):
-        value = getattr(params, f.name)
-        out[f.name] = value.total_seconds() if isinstance(value, dt.timedelta) else value
-    return out
 
 
 def _event_id(refs: tuple[int, ...] | int | None) -> int | None:
@@ -402,3 +396,26 @@ def current_analysis(incident: Incident) -> Analysis | None:
         .order_by("-version")
         .first()
     )
+
+
+def public_json(incident: Incident, analysis: Analysis | None) -> dict[str, Any]:
+    """The analysis in its public shape (``analyze --json`` and the API): the engine's result
+    and the weights that produced it, ``{"version": ..., "values": {...}}``; ``weights`` is null
+    when there is no analysis or it was stored before the weights were versioned."""
+    if analysis is None:
+        return {
+            "incident": incident.slug,
+            "first_bad": None,
+            "last_good": None,
+            "suspects": [],
+            "excluded": [],
+            "ruled_out": [],
+            "weights": None,
+        }
+    recorded = analysis.weights_version is not None
+    return {
+        **analysis.result,
+        "weights": {"version": analysis.weights_version, "values": analysis.weights}
+        if recorded
+        else None,
+    }

@@ -239,7 +239,13 @@ class Analysis(models.Model):
     version = models.PositiveIntegerField()
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.PENDING)
     params = models.JSONField(default=dict, blank=True)
-    result = models.JSONField(default=dict, blank=True)  # the public JSON shape (analyze --json)
+    # The engine's result; the public JSON (analyze --json, the API) is it plus the weights,
+    # see timeline.analysis.public_json.
+    result = models.JSONField(default=dict, blank=True)
+    # The correlation weights the run scored with (timeline.correlation.weights) and their
+    # version; null for runs stored before the weights were versioned.
+    weights_version = models.PositiveIntegerField(null=True, blank=True)
+    weights = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

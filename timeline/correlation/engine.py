@@ -47,6 +47,8 @@ from timeline.correlation.types import (
 from timeline.correlation.windows import find_first_bad, find_last_good
 
 MODEL_QUALITY = "model quality"
+# Passing harness runs in the window needed before model quality is ruled out.
+MIN_PASSED_RUNS = 2
 
 
 def _skew_warnings(merged: Sequence[Change], window: dt.timedelta) -> list[str]:
@@ -170,7 +172,7 @@ def _rule_out_model_quality(
         return []
     passed = [r for r in window if r.status == HarnessStatus.PASS]
     span = f"between {fmt_time(start)} and {fmt_time(end)}"
-    if len(passed) < 2:
+    if len(passed) < MIN_PASSED_RUNS:
         warnings.append(
             f"only {len(passed)} passing harness run(s) {span}: too few to rule out model quality"
         )

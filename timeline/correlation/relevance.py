@@ -116,6 +116,15 @@ class Relevance:
     words: tuple[str, ...]
 
 
+def word_lists() -> dict[str, dict[str, list[str]]]:
+    """The words that make a key high or low relevance, per symptom kind (sorted: they are part
+    of the versioned weights)."""
+    return {
+        str(kind): {HIGH: sorted(high), LOW: sorted(low)}
+        for kind, (high, low) in sorted(_VOCABULARY.items())
+    }
+
+
 def key_words(key: str) -> tuple[str, ...]:
     """The lower-case words of a setting key, in order."""
     return tuple(word for word in _SPLIT.split(key.lower()) if word)

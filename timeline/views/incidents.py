@@ -86,6 +86,10 @@ def incident_timeline(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "incident": incident,
             "analysis": analysis,
+            # The weights the shown analysis scored with, so its scores can be explained.
+            "weights_json": json.dumps(analysis.weights, indent=2, sort_keys=True)
+            if analysis and analysis.weights_version is not None
+            else "",
             "analysis_pending": pending,
             "analysis_failed": newest if failed else None,
             "first_bad": next(iter(by_kind.get(FindingKind.FIRST_BAD, [])), None),

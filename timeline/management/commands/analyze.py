@@ -1,7 +1,8 @@
 """python manage.py analyze PATH_OR_SLUG [--json]: run the correlation and print its result.
 
 With a PATH, the bundle is first ingested into a fresh incident. ``--json`` prints exactly one
-JSON object on stdout (a public interface: keep its shape stable); progress goes to stderr.
+JSON object on stdout (a public interface: keep its shape stable; ``analysis.public_json``
+builds it, the engine's result plus the weights it scored with); progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from timeline.analysis import analysis_run
+from timeline.analysis import analysis_run, public_json
 from timeline.models import Incident
 from timeline.services import analysis_request
 
@@ -51,12 +52,13 @@ class Command(BaseCommand):
         if analysis is None:
             raise CommandError("a newer analysis request superseded this run; run it again")
         if opts["json"]:
-            self.stdout.write(json.dumps(analysis.result, sort_keys=False))
+            self.stdout.write(json.dumps(public_json(incident, analysis), sort_keys=False))
             return
         result = analysis.result
         self.stdout.write(f"incident {incident.slug}")
         self.stdout.write(f"  last known good: {result.get('last_good')}")
         self.stdout.write(f"  first bad:       {result.get('first_bad')}")
+        self.stdout.write(f"  scored with correlation weights v{analysis.weights_version}")
         for i, s in enumerate(result.get("suspects", []), start=1):
             self.stdout.write(
                 f"  #{i} {s['key']}: {s['old']} -> {s['new']} at {s['at']} score {s['score']}"
