@@ -13,7 +13,7 @@ from typing import Any
 from evidence.vocabulary import EventKind
 from timeline import selectors
 from timeline.analysis import current_analysis, load_changes
-from timeline.choices import FindingKind, HypothesisStatus, Stance
+from timeline.choices import FindingKind, HypothesisStatus, IncidentStatus, Stance
 from timeline.correlation import config_state
 from timeline.correlation.types import Change, Params
 from timeline.models import (
@@ -187,33 +187,39 @@ def document(incident: Incident) -> dict[str, Any]:
     if last_good:
         source = "operator mark" if incident.last_good_at else "analysis"
         key_events.append(
-            {"at": iso(last_good), "kind": "last_good", "what": f"Last known good ({source})"}
+            {
+                "at": iso(last_good),
+                "kind": FindingKind.LAST_GOOD,
+                "what": f"Last known good ({source})",
+            }
         )
     for f in suspects:
         key_events.append(
             {
                 "at": iso(f.at),
-                "kind": "config_change",
+                "kind": EventKind.CONFIG_CHANGE,
                 "what": f"Config change {f.title} (suspect #{f.rank})",
             }
         )
     if first_bad:
         source = "operator mark" if incident.first_bad_at else "analysis"
         key_events.append(
-            {"at": iso(first_bad), "kind": "first_bad", "what": f"First bad ({source})"}
+            {"at": iso(first_bad), "kind": FindingKind.FIRST_BAD, "what": f"First bad ({source})"}
         )
     for s in symptoms[:MAX_SYMPTOMS_LISTED]:
-        key_events.append({"at": iso(s.at), "kind": "symptom", "what": s.title})
+        key_events.append({"at": iso(s.at), "kind": FindingKind.SYMPTOM, "what": s.title})
     for n in notes:
         key_events.append(
             {
                 "at": iso(n.at),
-                "kind": "note",
+                "kind": EventKind.NOTE,
                 "what": f"Note by {_user(n.author) or 'someone'}: {n.body}",
             }
         )
     if incident.resolved_at:
-        key_events.append({"at": iso(incident.resolved_at), "kind": "resolved", "what": "Resolved"})
+        key_events.append(
+            {"at": iso(incident.resolved_at), "kind": IncidentStatus.RESOLVED, "what": "Resolved"}
+        )
     key_events.sort(key=lambda e: (e["at"] or "", e["kind"], e["what"]))
 
     return {
