@@ -8,6 +8,9 @@ else gets the same 404 as for reading.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -18,6 +21,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 
 from timeline import selectors
 from timeline.models import Incident
+from timeline.services import ServiceError
 
 
 def is_htmx(request: HttpRequest) -> bool:
@@ -75,3 +79,23 @@ def form_error(form: forms.Form) -> str:
         label = "" if field == "__all__" else f"{field}: "
         parts.append(label + " ".join(str(e) for e in errors))
     return "; ".join(parts)
+
+
+def submit(
+    request: HttpRequest,
+    incident: Incident,
+    form: forms.Form,
+    write: Callable[[dict[str, Any]], object],
+    message: str | Callable[[dict[str, Any]], str],
+) -> HttpResponse:
+    """Most writes in one: check the form, hand its cleaned data to one service call, and
+    answer with ``message`` or with the reason the form or the service refused."""
+    if not form.is_valid():
+        return failed(request, incident, form_error(form))
+    try:
+        write(form.cleaned_data)
+    except ServiceError as exc:
+        return failed(request, incident, str(exc))
+    return done(
+        request, incident, message if isinstance(message, str) else message(form.cleaned_data)
+    )

@@ -15,7 +15,7 @@ from timeline.forms import EvidenceForm, HypothesisForm, StatusForm
 from timeline.markdown import render as md
 from timeline.models import Event, Evidence, Finding, Hypothesis, Incident
 from timeline.services import ServiceError
-from timeline.views.common import done, editable, failed, form_error, is_htmx
+from timeline.views.common import done, editable, failed, form_error, is_htmx, submit
 
 ACCEPTABLE = (FindingKind.SUSPECT, FindingKind.RULED_OUT)
 
@@ -57,19 +57,15 @@ def hypothesis_board(request: HttpRequest, slug: str) -> HttpResponse:
     """GET: the board (a fragment for htmx). POST: a new hypothesis."""
     if request.method == "POST":
         incident = editable(request, slug)
-        form = HypothesisForm(request.POST)
-        if not form.is_valid():
-            return failed(request, incident, form_error(form))
-        try:
-            services.hypothesis_create(
-                incident=incident,
-                user=request.user,
-                title=form.cleaned_data["title"],
-                body=form.cleaned_data["body"],
-            )
-        except ServiceError as exc:
-            return failed(request, incident, str(exc))
-        return done(request, incident, "Hypothesis added.")
+        return submit(
+            request,
+            incident,
+            HypothesisForm(request.POST),
+            lambda data: services.hypothesis_create(
+                incident=incident, user=request.user, title=data["title"], body=data["body"]
+            ),
+            "Hypothesis added.",
+        )
     if request.method != "GET":
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     incident = selectors.incident_for_user(request.user, slug)
@@ -88,38 +84,30 @@ def hypothesis_panel(request: HttpRequest, slug: str) -> HttpResponse:
 def hypothesis_edit(request: HttpRequest, slug: str, hypothesis_id: int) -> HttpResponse:
     incident = editable(request, slug)
     hypothesis = get_object_or_404(Hypothesis, incident=incident, pk=hypothesis_id)
-    form = HypothesisForm(request.POST)
-    if not form.is_valid():
-        return failed(request, incident, form_error(form))
-    try:
-        services.hypothesis_update(
-            hypothesis=hypothesis,
-            user=request.user,
-            title=form.cleaned_data["title"],
-            body=form.cleaned_data["body"],
-        )
-    except ServiceError as exc:
-        return failed(request, incident, str(exc))
-    return done(request, incident, "Hypothesis saved.")
+    return submit(
+        request,
+        incident,
+        HypothesisForm(request.POST),
+        lambda data: services.hypothesis_update(
+            hypothesis=hypothesis, user=request.user, title=data["title"], body=data["body"]
+        ),
+        "Hypothesis saved.",
+    )
 
 
 @require_POST
 def hypothesis_status(request: HttpRequest, slug: str, hypothesis_id: int) -> HttpResponse:
     incident = editable(request, slug)
     hypothesis = get_object_or_404(Hypothesis, incident=incident, pk=hypothesis_id)
-    form = StatusForm(request.POST)
-    if not form.is_valid():
-        return failed(request, incident, form_error(form))
-    try:
-        services.hypothesis_set_status(
-            hypothesis=hypothesis,
-            user=request.user,
-            status=form.cleaned_data["status"],
-            note=form.cleaned_data["note"],
-        )
-    except ServiceError as exc:
-        return failed(request, incident, str(exc))
-    return done(request, incident, f"Hypothesis marked {form.cleaned_data['status']}.")
+    return submit(
+        request,
+        incident,
+        StatusForm(request.POST),
+        lambda data: services.hypothesis_set_status(
+            hypothesis=hypothesis, user=request.user, status=data["status"], note=data["note"]
+        ),
+        lambda data: f"Hypothesis marked {data['status']}.",
+    )
 
 
 @require_POST

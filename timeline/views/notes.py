@@ -10,26 +10,21 @@ from timeline import selectors, services
 from timeline.forms import NoteForm
 from timeline.markdown import render as md
 from timeline.models import Note
-from timeline.services import ServiceError
-from timeline.views.common import done, editable, failed, form_error
+from timeline.views.common import done, editable, submit
 
 
 @require_POST
 def note_add(request: HttpRequest, slug: str) -> HttpResponse:
     incident = editable(request, slug)
-    form = NoteForm(request.POST)
-    if not form.is_valid():
-        return failed(request, incident, form_error(form))
-    try:
-        services.note_add(
-            incident=incident,
-            user=request.user,
-            at=form.cleaned_data["at"],
-            body=form.cleaned_data["body"],
-        )
-    except ServiceError as exc:
-        return failed(request, incident, str(exc))
-    return done(request, incident, "Note added.")
+    return submit(
+        request,
+        incident,
+        NoteForm(request.POST),
+        lambda data: services.note_add(
+            incident=incident, user=request.user, at=data["at"], body=data["body"]
+        ),
+        "Note added.",
+    )
 
 
 def note_detail(request: HttpRequest, slug: str, note_id: int) -> HttpResponse:
@@ -37,19 +32,15 @@ def note_detail(request: HttpRequest, slug: str, note_id: int) -> HttpResponse:
     if request.method == "POST":
         incident = editable(request, slug)
         note = get_object_or_404(Note, incident=incident, pk=note_id)
-        form = NoteForm(request.POST)
-        if not form.is_valid():
-            return failed(request, incident, form_error(form))
-        try:
-            services.note_update(
-                note=note,
-                user=request.user,
-                at=form.cleaned_data["at"],
-                body=form.cleaned_data["body"],
-            )
-        except ServiceError as exc:
-            return failed(request, incident, str(exc))
-        return done(request, incident, "Note saved.")
+        return submit(
+            request,
+            incident,
+            NoteForm(request.POST),
+            lambda data: services.note_update(
+                note=note, user=request.user, at=data["at"], body=data["body"]
+            ),
+            "Note saved.",
+        )
     if request.method != "GET":
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     incident = selectors.incident_for_user(request.user, slug)
