@@ -21,8 +21,9 @@ from markdown_it.token import Token
 from evidence.vocabulary import EventKind, Lane, Scope, Source
 
 from .shell import scan_shell, strip_console_prompts
+from .text import decode, head_text, key_value
+from .timestamps import TimeError, in_zone, parse_offset
 from .types import (
-    UTC,
     ConfigChangeRecord,
     EventRecord,
     ParseContext,
@@ -331,17 +332,6 @@ def _time(text: str, path: str, line: int) -> dt.time:
         ) from exc
 
 
-def _zone(text: str | None, tz: dt.tzinfo) -> dt.tzinfo:
-    if text is None:
-        return tz
-    text = text.strip()
-    if text in ("Z", "UTC"):
-        return UTC
-    sign = -1 if text[0] == "-" else 1
-    digits = text[1:].replace(":", "")
-    return dt.timezone(sign * dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
-
-
 def _dated_item(
     text: str, line: int, path: str, tz: dt.tzinfo, section_date: dt.date | None
 ) -> _Item | None:
@@ -361,8 +351,12 @@ def _dated_item(
         rest = rest[1:].strip()
     if not rest:
         return None
-    local = dt.datetime.combine(day, clock).replace(tzinfo=_zone(match.group("zone"), tz))
-    return _Item(at=local.astimezone(UTC), line=line, text=text, rest=rest)
+    zone = match.group("zone")
+    try:
+        at = in_zone(dt.datetime.combine(day, clock, parse_offset(zone) if zone else None), tz)
+    except TimeError as exc:
+        raise ParseError(path, line, f"the item's time: {exc}") from None
+    return _Item(at=at, line=line, text=text, rest=rest)
 
 
 def _clean(word: str) -> str:
@@ -440,9 +434,9 @@ def _mention(word: str) -> tuple[str | None, str | None]:
             return key, value
         return word, None
     if "=" in word:
-        key, value = word.split("=", 1)
-        if _ENV_KEY.fullmatch(key) and any(c.isalpha() for c in key):
-            return key, value
+        pair = key_value(word, _ENV_KEY)
+        if pair is not None and any(c.isalpha() for c in pair[0]):
+            return pair
         return None, None
     if _ITEM_ENV.fullmatch(word):
         return word, None
@@ -456,7 +450,7 @@ def looks_like_markdown_doc(name: str, head: bytes) -> bool:
     """A ``.md``/``.markdown`` name, or text that opens with a Markdown ``#`` heading."""
     if name.lower().endswith((".md", ".markdown")):
         return True
-    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    text = head_text(head).lstrip(" \t\r\n")
     if not text.startswith("#") or text.startswith("#!"):
         return False
     first = text.split("\n", 1)[0]
@@ -474,17 +468,17 @@ def parse_markdown_doc(data: bytes, ctx: ParseContext) -> ParseResult:
     a broken shell block, a malformed changelog date, or a document with no time at all.
     """
     _check_size(len(data), ctx.name)
-    text = _decode(data, ctx.name)
+    text = decode(data, ctx.name)
     tokens = _parser().parse(text)
     settings, warnings = _document_settings(tokens, ctx.name)
     items = _changelog_items(tokens, ctx.name, ctx.tz)
     key = f"{ctx.name}@{hashlib.sha256(data).hexdigest()[:12]}"
     changes = _changes(items, path=ctx.name, ref=key)
     if ctx.default_time is not None:
-        at = ctx.default_time
-        if at.tzinfo is None:
-            at = at.replace(tzinfo=ctx.tz)
-        at = at.astimezone(UTC)
+        try:
+            at = in_zone(ctx.default_time, ctx.tz)
+        except TimeError as exc:
+            raise ParseError(ctx.name, 0, f"the document's time: {exc}") from None
     elif items:
         at = max(item.at for item in items)
     else:
@@ -526,17 +520,6 @@ def parse_markdown_doc(data: bytes, ctx: ParseContext) -> ParseResult:
     return ParseResult(
         kind=KIND_MARKDOWN_DOC, events=[event], config_changes=changes, warnings=warnings
     )
-
-
-def _decode(data: bytes, name: str) -> str:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ParseError(
-            name, line, f"expected UTF-8 text; byte 0x{data[exc.start]:02x} is not valid UTF-8"
-        ) from exc
-    return text.removeprefix("\ufeff")
 
 
 def _summary(

@@ -17,7 +17,6 @@ Both share the series-text cache: label sets are parsed once per distinct series
 
 from __future__ import annotations
 
-import datetime as dt
 import gc
 import json
 import math
@@ -30,7 +29,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .types import UTC, ParseContext, ParseError, ParseResult, SampleBlock, SeriesKey
+from .text import decode, head_text
+from .timestamps import (
+    MAX_MS,
+    MIN_MS,
+    TimeError,
+    epoch_ms,
+    in_zone,
+    ms_iso,
+    to_epoch_ms,
+    wall_clock,
+)
+from .types import ParseContext, ParseError, ParseResult, SampleBlock, SeriesKey
 
 if TYPE_CHECKING:
     import mmap  # the type of a mapped file a caller may hand over instead of bytes
@@ -38,9 +48,6 @@ if TYPE_CHECKING:
 KIND_EXPOSITION = "prometheus_text"
 KIND_QUERY_RANGE = "prometheus_query_range"
 KIND_NVIDIA_SMI = "nvidia_smi_csv"
-
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
-_ONE_MS = dt.timedelta(milliseconds=1)
 
 _METRIC_NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -68,17 +75,14 @@ _CHUNK_BYTES = 1 << 22  # lines are tokenised in ~4 MiB chunks to bound memory
 # --- shared helpers -------------------------------------------------------------------------------
 
 
-def _to_ms(when: dt.datetime, tz: dt.tzinfo) -> int:
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=tz)
-    return (when - _EPOCH) // _ONE_MS
-
-
-def _iso(ts_ms: int) -> str:
+def _default_ms(ctx: ParseContext) -> int | None:
+    """``ctx.default_time`` (naive: in ``ctx.tz``) in milliseconds, for samples without one."""
+    if ctx.default_time is None:
+        return None
     try:
-        return (_EPOCH + ts_ms * _ONE_MS).isoformat().replace("+00:00", "Z")
-    except OverflowError:
-        return f"{ts_ms} ms"
+        return to_epoch_ms(in_zone(ctx.default_time, ctx.tz))
+    except TimeError as exc:
+        raise ParseError(ctx.name, 0, f"the default time: {exc}") from None
 
 
 def _escape_label(value: str) -> str:
@@ -90,20 +94,6 @@ def _series_repr(key: SeriesKey) -> str:
         return key.name
     inner = ",".join(f'{k}="{_escape_label(v)}"' for k, v in key.labels)
     return f"{key.name}{{{inner}}}"
-
-
-def _decode(data: bytes, file: str, first_line: int = 1) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = first_line + data.count(b"\n", 0, exc.start)
-        raise ParseError(
-            file, line, f"expected UTF-8 text, got undecodable byte 0x{data[exc.start]:02x}"
-        ) from None
-
-
-def _head_text(head: bytes) -> str:
-    return head.decode("utf-8", errors="replace").lstrip("\ufeff")
 
 
 class _Collector:
@@ -133,13 +123,13 @@ def _check_order(file: str, line: int, key: SeriesKey, prev: int, ts: int, where
     prefix = f"{where}: " if where else ""
     if ts == prev:
         raise ParseError(
-            file, line, f"{prefix}duplicate sample for {_series_repr(key)} at {_iso(ts)}"
+            file, line, f"{prefix}duplicate sample for {_series_repr(key)} at {ms_iso(ts)}"
         )
     raise ParseError(
         file,
         line,
-        f"{prefix}timestamp going backwards for {_series_repr(key)}: {_iso(ts)} after "
-        f"{_iso(prev)}; expected increasing timestamps within a series",
+        f"{prefix}timestamp going backwards for {_series_repr(key)}: {ms_iso(ts)} after "
+        f"{ms_iso(prev)}; expected increasing timestamps within a series",
     )
 
 
@@ -275,22 +265,24 @@ def _parse_value(token: str, key: SeriesKey, file: str, line: int) -> float:
 
 
 def _parse_timestamp(token: str, key: SeriesKey, openmetrics: bool, file: str, line: int) -> int:
+    number: int | float
     try:
         if "_" in token:
             raise ValueError(token)
-        if openmetrics:
-            seconds = float(token)
-            if not math.isfinite(seconds):
-                raise ValueError(token)
-            return round(seconds * 1000)
-        return int(token)
-    except (ValueError, OverflowError):
+        number = float(token) if openmetrics else int(token)
+        if isinstance(number, float) and not math.isfinite(number):
+            raise ValueError(token)
+    except ValueError:
         unit = "seconds (OpenMetrics)" if openmetrics else "integer milliseconds"
         raise ParseError(
             file,
             line,
             f"bad timestamp for {_series_repr(key)}: expected {unit}, got {token!r}",
         ) from None
+    try:
+        return epoch_ms(number, "s" if openmetrics else "ms")
+    except TimeError as exc:
+        raise ParseError(file, line, f"bad timestamp for {_series_repr(key)}: {exc}") from None
 
 
 _HELP_ESCAPE_RE = re.compile(r"\\(.)")
@@ -395,7 +387,7 @@ def _find_eof_marker(data: bytes | mmap.mmap) -> bool:
 def _raw_chunks(data: bytes | mmap.mmap) -> Iterator[bytes]:
     """Yield ~4 MiB pieces of ``data`` cut at newlines (the newline itself dropped); ``data``
     may be a read-only mapping of the file (no I/O here: the caller made it)."""
-    start, size = 0, len(data)
+    start, size = (3 if data[:3] == b"\xef\xbb\xbf" else 0), len(data)  # past a BOM
     while start < size:
         end = data.find(b"\n", min(start + _CHUNK_BYTES, size))
         if end == -1:
@@ -408,7 +400,7 @@ def _chunks(data: bytes, file: str) -> Iterator[tuple[int, list[str]]]:
     """Yield (number of the first line, decoded lines) per piece of :func:`_raw_chunks`."""
     lineno = 1
     for raw in _raw_chunks(data):
-        lines = _decode(raw, file, lineno).split("\n")
+        lines = decode(raw, file, first_line=lineno).split("\n")
         yield lineno, lines
         lineno += len(lines)
 
@@ -424,7 +416,7 @@ def _parse_careful(
     keys = registry.keys
     ts_cols: list[array[int]] = []
     val_cols: list[array[float]] = []
-    default_ms = None if ctx.default_time is None else _to_ms(ctx.default_time, ctx.tz)
+    default_ms = _default_ms(ctx)
     for first, lines in _chunks(data, file):
         for lineno, raw in enumerate(lines, first):
             line = raw.strip()
@@ -510,12 +502,13 @@ def _stamps(tokens: tuple[str, ...] | list[str], openmetrics: bool) -> npt.NDArr
 
 
 def _stamps_direct(tokens: tuple[str, ...] | list[str], openmetrics: bool) -> npt.NDArray[np.int64]:
-    if not openmetrics:
-        return _numbers(tokens, int)
-    seconds = _numbers(tokens, float)
-    if not np.isfinite(seconds).all():
-        raise _Bail
-    return np.rint(seconds * 1000.0).astype(np.int64)
+    if openmetrics:
+        scaled = np.rint(_numbers(tokens, float) * 1000.0)  # NaN and Inf fail the range check
+    else:
+        scaled = _numbers(tokens, int)
+    if not ((scaled >= MIN_MS) & (scaled <= MAX_MS)).all():
+        raise _Bail  # not a time: the careful path names the line
+    return scaled.astype(np.int64)
 
 
 def _columns(
@@ -551,9 +544,10 @@ def _columns(
     vals = _numbers(values, float)
     if stamps is not None:
         return sids, vals, _stamps(stamps, openmetrics)
-    if ctx.default_time is None:
+    default_ms = _default_ms(ctx)
+    if default_ms is None:
         raise _Bail
-    return sids, vals, np.full(m, _to_ms(ctx.default_time, ctx.tz), np.int64)
+    return sids, vals, np.full(m, default_ms, np.int64)
 
 
 def _flat_chunk(
@@ -740,7 +734,7 @@ def parse_exposition(data: bytes, ctx: ParseContext) -> ParseResult:
 
 def looks_like_exposition(name: str, head: bytes) -> bool:
     """True when the head reads as Prometheus text / OpenMetrics exposition."""
-    lines = [line.strip() for line in _head_text(head).splitlines()[:40]]
+    lines = [line.strip() for line in head_text(head).splitlines()[:40]]
     lines = [line for line in lines if line]
     if not lines:
         return False
@@ -779,7 +773,7 @@ def _json_number(value: Any) -> float | None:
 def parse_query_range(data: bytes, ctx: ParseContext) -> ParseResult:
     """Parse a Prometheus HTTP API ``query_range`` (matrix) or ``query`` (vector) response."""
     file = ctx.name
-    text = _decode(data, file)
+    text = decode(data, file)
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -839,7 +833,11 @@ def parse_query_range(data: bytes, ctx: ParseContext) -> ParseResult:
                 )
             if value is None:
                 raise ParseError(file, 0, f"{at}: bad number: expected a float, got {point[1]!r}")
-            out.add(key, round(seconds * 1000), value, 0, at)
+            try:
+                ts = epoch_ms(seconds, "s")
+            except TimeError as exc:
+                raise ParseError(file, 0, f"{at}: {exc}") from None
+            out.add(key, ts, value, 0, at)
     result = ParseResult(kind=KIND_QUERY_RANGE, warnings=warnings)
     result.samples.extend(out.blocks.values())
     return result
@@ -847,7 +845,7 @@ def parse_query_range(data: bytes, ctx: ParseContext) -> ParseResult:
 
 def looks_like_query_range(name: str, head: bytes) -> bool:
     """True when the head reads as a Prometheus HTTP API query response."""
-    text = _head_text(head).lstrip()
+    text = head_text(head).lstrip()
     if not text.startswith("{"):
         return False
     return '"resultType"' in text or ('"status"' in text and '"data"' in text)
@@ -886,12 +884,12 @@ def _smi_number(raw: str, unit: str) -> float | None:
 def parse_nvidia_smi(data: bytes, ctx: ParseContext) -> ParseResult:
     """Parse ``nvidia-smi --query-gpu=timestamp,index,... --format=csv`` output (with header)."""
     file = ctx.name
-    lines = _decode(data, file).splitlines()
+    lines = decode(data, file).splitlines()
     header_at = next((i for i, line in enumerate(lines) if line.strip()), None)
     if header_at is None:
         raise ParseError(file, 1, "expected the nvidia-smi CSV header line starting 'timestamp'")
     columns: list[tuple[str, str]] = []
-    for cell in lines[header_at].lstrip("\ufeff").split(","):
+    for cell in lines[header_at].split(","):
         match = _SMI_HEADER_RE.fullmatch(cell.strip())
         if match is None:
             raise ParseError(
@@ -952,12 +950,11 @@ def parse_nvidia_smi(data: bytes, ctx: ParseContext) -> ParseResult:
                 file, lineno, f"expected a timestamp like 2026/11/20 15:40:00.123, got {stamp!r}"
             )
         if base is None:
-            y, mo, d, h, mi, s = (int(g) for g in match.groups()[:6])
             try:
-                local = dt.datetime(y, mo, d, h, mi, s, tzinfo=ctx.tz)
-            except ValueError as exc:
+                local = wall_clock(*(int(g) for g in match.groups()[:6]), tz=ctx.tz)
+            except TimeError as exc:
                 raise ParseError(file, lineno, f"invalid timestamp {stamp!r}: {exc}") from None
-            base = local_seconds[stamp[:19]] = _to_ms(local.astimezone(UTC), UTC)
+            base = local_seconds[stamp[:19]] = to_epoch_ms(local)
         fraction = match.group(7) or ""
         ts = base + (int(fraction.ljust(3, "0")[:3]) if fraction else 0)
         gpu = cells[gpu_col] if gpu_col is not None else ""
@@ -991,7 +988,7 @@ def parse_nvidia_smi(data: bytes, ctx: ParseContext) -> ParseResult:
 
 def looks_like_nvidia_smi(name: str, head: bytes) -> bool:
     """True when the head is an nvidia-smi ``--query-gpu`` CSV with a timestamp column."""
-    first = next((line for line in _head_text(head).splitlines() if line.strip()), "")
+    first = next((line for line in head_text(head).splitlines() if line.strip()), "")
     cells = [c.strip() for c in first.split(",")]
     if len(cells) < 2 or cells[0] != "timestamp":
         return False

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from evidence.vocabulary import Scope
 
+from .text import NAME, key_value
 from .types import ParseError, Setting
 
 __all__ = [
@@ -26,8 +27,6 @@ __all__ = [
     "strip_console_prompts",
 ]
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
 # `${NAME}`, `${NAME:-default}`, `${NAME-default}`; anything fancier stays literal.
 _BRACED = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}")
 _BARE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -392,7 +391,7 @@ class _Interpreter:
 
     def _simple(self, words: list[tuple[str, int]], condition: str) -> None:
         idx = 0
-        while idx < len(words) and _ASSIGNMENT.fullmatch(words[idx][0]):
+        while idx < len(words) and key_value(words[idx][0]) is not None:
             idx += 1
         prefix, rest = words[:idx], words[idx:]
         if not rest:
@@ -404,7 +403,7 @@ class _Interpreter:
         program = rest[0][0]
         if program in _DECLARE:
             for word, line in rest[1:]:
-                if _ASSIGNMENT.fullmatch(word):
+                if key_value(word) is not None:
                     self._assign(word, line, condition, persist=True)
             return
         if program == "unset":
@@ -416,7 +415,7 @@ class _Interpreter:
             self._assign(word, line, condition, persist=False)
         if program == "env":
             for word, line in rest[1:]:
-                if not _ASSIGNMENT.fullmatch(word):
+                if key_value(word) is None:
                     break
                 self._assign(word, line, condition, persist=False)
         found = _server_args(rest)
@@ -426,15 +425,15 @@ class _Interpreter:
             self.settings.append(Setting(key, value, Scope.FLAG, f"{self.where}:{line}", condition))
 
     def _assign(self, word: str, line: int, condition: str, *, persist: bool) -> None:
-        match = _ASSIGNMENT.fullmatch(word)
-        assert match is not None  # callers only pass assignment words
-        name, value = match.group(1), match.group(2)
+        pair = key_value(word)
+        assert pair is not None  # callers only pass assignment words
+        name, value = pair
         self.settings.append(Setting(name, value, Scope.ENV, f"{self.where}:{line}", condition))
         if persist:
             self.env[name] = value
 
     def _unset(self, name: str, condition: str) -> None:
-        if not _NAME.fullmatch(name):
+        if not NAME.fullmatch(name):
             return
         self.env.pop(name, None)
         self.settings = [
