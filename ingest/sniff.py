@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ingest.parsers import docs, gitlog, harness, prometheus, serverlog, stacks
+from ingest.parsers import docs, gitlog, harness, nvidia_smi, prometheus, serverlog, stacks
 from ingest.parsers.types import ParseContext, ParseResult
 
 HEAD_BYTES = 8192
@@ -43,8 +43,8 @@ FORMATS: tuple[Format, ...] = (
     Format(
         "nvidia_smi_csv",
         "nvidia-smi CSV",
-        prometheus.looks_like_nvidia_smi,
-        prometheus.parse_nvidia_smi,
+        nvidia_smi.looks_like_nvidia_smi,
+        nvidia_smi.parse_nvidia_smi,
     ),
     Format(
         "sglang_log",

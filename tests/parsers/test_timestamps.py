@@ -11,7 +11,8 @@ import pytest
 from ingest.parsers.docs import parse_markdown_doc
 from ingest.parsers.gitlog import parse_git_log
 from ingest.parsers.harness import parse_harness_jsonl, parse_junit, parse_lm_eval
-from ingest.parsers.prometheus import parse_exposition, parse_nvidia_smi, parse_query_range
+from ingest.parsers.nvidia_smi import parse_nvidia_smi
+from ingest.parsers.prometheus import parse_exposition, parse_query_range
 from ingest.parsers.serverlog import parse_sglang_log
 from ingest.parsers.stacks import capture_time, parse_pyspy
 from ingest.parsers.timestamps import (
