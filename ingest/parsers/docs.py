@@ -22,7 +22,7 @@ from evidence.vocabulary import EventKind, Lane, Scope, Source
 
 from .shell import scan_shell, strip_console_prompts
 from .text import decode, head_text, key_value
-from .timestamps import TimeError, in_zone, parse_offset
+from .timestamps import TimeError, default_time, in_zone, parse_offset
 from .types import (
     ConfigChangeRecord,
     EventRecord,
@@ -474,11 +474,9 @@ def parse_markdown_doc(data: bytes, ctx: ParseContext) -> ParseResult:
     items = _changelog_items(tokens, ctx.name, ctx.tz)
     key = f"{ctx.name}@{hashlib.sha256(data).hexdigest()[:12]}"
     changes = _changes(items, path=ctx.name, ref=key)
-    if ctx.default_time is not None:
-        try:
-            at = in_zone(ctx.default_time, ctx.tz)
-        except TimeError as exc:
-            raise ParseError(ctx.name, 0, f"the document's time: {exc}") from None
+    given = default_time(ctx)
+    if given is not None:
+        at = given
     elif items:
         at = max(item.at for item in items)
     else:

@@ -15,7 +15,7 @@ from typing import Any
 from evidence.vocabulary import EventKind, Lane
 
 from .text import decode_lines, head_text
-from .timestamps import LocalTimeError, TimeError, in_zone, parse_offset, wall_clock
+from .timestamps import LocalTimeError, TimeError, default_time, parse_offset, wall_clock
 from .types import (
     EventRecord,
     ParseContext,
@@ -48,8 +48,9 @@ def capture_time(ctx: ParseContext) -> dt.datetime:
                 when = _name_match_time(m, ctx)
                 if when is not None:
                     return when
-    if ctx.default_time is not None:
-        return _in_zone(ctx.default_time, ctx)
+    given = default_time(ctx)
+    if given is not None:
+        return given
     raise ParseError(
         ctx.name,
         0,
@@ -68,13 +69,6 @@ def _name_match_time(m: re.Match[str], ctx: ParseContext) -> dt.datetime | None:
         raise ParseError(ctx.name, 0, f"the time in the file name: {exc}") from None
     except TimeError:
         return None  # digits that are not a date (a build number, say): keep looking
-
-
-def _in_zone(when: dt.datetime, ctx: ParseContext) -> dt.datetime:
-    try:
-        return in_zone(when, ctx.tz)
-    except LocalTimeError as exc:
-        raise ParseError(ctx.name, 0, f"the capture time: {exc}") from None
 
 
 def _dump_key(fmt: str, data: bytes, ctx: ParseContext) -> str:

@@ -2,7 +2,8 @@
 
 Pure (no Django, no I/O). Every function returns aware UTC datetimes (or integer milliseconds
 since the Unix epoch) and raises :class:`TimeError` for what it cannot read; a parser turns that
-into a ``ParseError`` at the file and line it was reading.
+into a ``ParseError`` at the file and line it was reading (:func:`default_time`, which reads the
+parser's context, raises the ``ParseError`` itself).
 
 The rules, the same for every format:
 
@@ -12,6 +13,7 @@ The rules, the same for every format:
   two moments (clocks went back: it happened twice) or none (clocks jumped over it). Both raise
   :class:`LocalTimeError`, naming the offsets: the file has to say which it means, because a
   guess would silently move evidence by an hour;
+* the default time a caller gives for records that carry none follows the same rule;
 * epoch numbers are read in the unit the format defines (seconds, milliseconds or
   microseconds), never guessed from their size, and must fall in the years 1 to 9999.
 """
@@ -21,6 +23,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 from typing import Literal
+
+from .types import ParseContext, ParseError
 
 UTC = dt.UTC
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
@@ -74,6 +78,20 @@ def in_zone(when: dt.datetime, tz: dt.tzinfo) -> dt.datetime:
             f"UTC{_offset(after)} over it); expected a time that exists there, or a UTC offset"
         )
     return earlier.astimezone(UTC)
+
+
+def default_time(ctx: ParseContext) -> dt.datetime | None:
+    """The time given for records that carry none (``ctx.default_time``; naive means
+    ``ctx.tz``) as aware UTC, or None when the caller gave none.
+
+    A ParseError for the file when it names no single moment (see :func:`in_zone`).
+    """
+    if ctx.default_time is None:
+        return None
+    try:
+        return in_zone(ctx.default_time, ctx.tz)
+    except LocalTimeError as exc:
+        raise ParseError(ctx.name, 0, f"the default time: {exc}") from None
 
 
 def _offset(delta: dt.timedelta | None) -> str:

@@ -10,7 +10,8 @@ import pytest
 
 from ingest.parsers.docs import parse_markdown_doc
 from ingest.parsers.gitlog import parse_git_log
-from ingest.parsers.harness import parse_harness_jsonl, parse_junit, parse_lm_eval
+from ingest.parsers.harness import parse_harness_jsonl, parse_junit
+from ingest.parsers.lm_eval import parse_lm_eval
 from ingest.parsers.nvidia_smi import parse_nvidia_smi
 from ingest.parsers.prometheus import parse_exposition, parse_query_range
 from ingest.parsers.serverlog import parse_sglang_log

@@ -13,7 +13,7 @@ import math
 import re
 
 from ..series import series_repr
-from ..timestamps import TimeError, epoch_ms, in_zone, to_epoch_ms
+from ..timestamps import TimeError, default_time, epoch_ms, to_epoch_ms
 from ..types import ParseContext, ParseError, SampleBlock, SeriesKey
 
 _METRIC_NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
@@ -35,12 +35,8 @@ _SUFFIXES: dict[str, tuple[str, ...]] = {
 
 def default_ms(ctx: ParseContext) -> int | None:
     """``ctx.default_time`` (naive: in ``ctx.tz``) in milliseconds, for samples without one."""
-    if ctx.default_time is None:
-        return None
-    try:
-        return to_epoch_ms(in_zone(ctx.default_time, ctx.tz))
-    except TimeError as exc:
-        raise ParseError(ctx.name, 0, f"the default time: {exc}") from None
+    given = default_time(ctx)
+    return None if given is None else to_epoch_ms(given)
 
 
 def _skip_blanks(text: str, pos: int) -> int:
