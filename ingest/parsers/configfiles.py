@@ -20,7 +20,7 @@ import yaml
 
 from evidence.vocabulary import Scope, Source
 
-from .docs import markdown_settings
+from .markdown import markdown_settings
 from .shell import expand_vars, shell_settings
 from .text import key_value
 from .types import UTC, ConfigChangeRecord, ParseError, Setting

@@ -22,7 +22,7 @@ from typing import Any
 from evidence.vocabulary import EventKind, Lane, Source
 
 from .configfiles import diff_settings, extract_settings, is_config_path
-from .docs import changed_sections
+from .markdown import changed_sections
 from .text import decode_lines, head_text
 from .timestamps import UTC, LocalTimeError, TimeError, parse_iso
 from .types import (
