@@ -17,7 +17,8 @@ from markdown_it.token import Token
 
 from evidence.vocabulary import Scope
 
-from .shell import scan_shell, strip_console_prompts
+from .shell import scan_shell
+from .shell_commands import strip_console_prompts
 from .types import ParseError, Setting
 
 # Fence info strings read as shell. A broken snippet in a block that claims to be shell is an

@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 from evidence.vocabulary import EventKind, Lane
 from ingest.parsers.changelog import changelog_changes
 from ingest.parsers.docs import looks_like_markdown_doc, parse_markdown_doc
+from ingest.parsers.launch import launch_flags
 from ingest.parsers.markdown import markdown_settings
-from ingest.parsers.shell import launch_flags, shell_settings, strip_console_prompts
+from ingest.parsers.shell import shell_settings
+from ingest.parsers.shell_commands import strip_console_prompts
 from ingest.parsers.types import (
     UTC,
     ConfigChangeRecord,
