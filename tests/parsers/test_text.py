@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from pathlib import Path
 
 import pytest
 
@@ -88,3 +89,16 @@ def test_a_byte_order_mark_changes_nothing(kind: str) -> None:
     assert [(b.key, list(b.ts_ms), list(b.values)) for b in marked.samples] == [
         (b.key, list(b.ts_ms), list(b.values)) for b in plain.samples
     ]
+
+
+def test_only_the_bulk_metrics_path_decodes_bytes_itself() -> None:
+    # The bulk path gives up on undecodable bytes; the careful path then names the line
+    # through text.decode. Every other parser decodes through text.py.
+    parsers = Path(__file__).resolve().parents[2] / "ingest" / "parsers"
+    offenders = {
+        str(path.relative_to(parsers))
+        for path in parsers.rglob("*.py")
+        for line in path.read_text().splitlines()
+        if '.decode("utf-8")' in line
+    }
+    assert offenders == {"text.py", "prometheus/bulk.py"}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -251,3 +253,18 @@ def test_a_query_range_time_past_the_year_9999_is_a_parse_error() -> None:
     }
     with pytest.raises(ParseError, match=r"result\[0\]\.values\[0\]: .*outside the years"):
         parse_query_range(json.dumps(doc).encode(), ParseContext("q.json"))
+
+
+def test_no_parser_builds_a_datetime_of_its_own() -> None:
+    # One set of rules for zones and epochs: a parser that builds datetimes itself is where the
+    # four rules for naive times came from.
+    parsers = Path(__file__).resolve().parents[2] / "ingest" / "parsers"
+    pattern = re.compile(r"datetime\.fromisoformat|fromtimestamp|tzinfo=|datetime\(")
+    offenders = [
+        f"{path.relative_to(parsers)}:{number}"
+        for path in sorted(parsers.rglob("*.py"))
+        if path.name != "timestamps.py"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert offenders == []
