@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ingest.parsers import docs, gitlog, harness, prometheus, serverlog, stacks
+from ingest.parsers import (
+    docs,
+    gitlog,
+    harness,
+    lm_eval,
+    nvidia_smi,
+    prometheus,
+    serverlog,
+    stacks,
+)
 from ingest.parsers.types import ParseContext, ParseResult
 
 HEAD_BYTES = 8192
@@ -30,8 +39,8 @@ FORMATS: tuple[Format, ...] = (
     Format(
         "lm_eval_json",
         "lm-evaluation-harness results",
-        harness.looks_like_lm_eval,
-        harness.parse_lm_eval,
+        lm_eval.looks_like_lm_eval,
+        lm_eval.parse_lm_eval,
     ),
     Format("junit_xml", "JUnit XML", harness.looks_like_junit, harness.parse_junit),
     Format(
@@ -43,8 +52,8 @@ FORMATS: tuple[Format, ...] = (
     Format(
         "nvidia_smi_csv",
         "nvidia-smi CSV",
-        prometheus.looks_like_nvidia_smi,
-        prometheus.parse_nvidia_smi,
+        nvidia_smi.looks_like_nvidia_smi,
+        nvidia_smi.parse_nvidia_smi,
     ),
     Format(
         "sglang_log",

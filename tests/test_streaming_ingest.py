@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ingest import services, streaming
-from ingest.parsers import prometheus
+from ingest.parsers.prometheus import chunks, stream
 from timeline import samples
 from timeline.choices import RunStatus
 from timeline.models import SampleRollup, Series
@@ -35,8 +35,8 @@ def _exposition(scrapes: int, start: int = 0, step_ms: int = 1000, bump: float =
 @pytest.fixture
 def small_parts(monkeypatch):
     monkeypatch.setattr(streaming, "STREAM_MIN_BYTES", 0)
-    monkeypatch.setattr(prometheus, "_PART_BYTES", 1)  # every ~4 MiB chunk is a part
-    monkeypatch.setattr(prometheus, "_CHUNK_BYTES", 1 << 18)
+    monkeypatch.setattr(stream, "PART_BYTES", 1)  # every ~4 MiB chunk is a part
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 1 << 18)
 
 
 def _ingest(incident, name: str, data: bytes):

@@ -20,8 +20,9 @@ import yaml
 
 from evidence.vocabulary import Scope, Source
 
-from .docs import markdown_settings
+from .markdown import markdown_settings
 from .shell import expand_vars, shell_settings
+from .text import key_value
 from .types import UTC, ConfigChangeRecord, ParseError, Setting
 
 __all__ = ["diff_settings", "extract_settings", "is_config_path"]
@@ -118,12 +119,12 @@ def _dotenv_settings(path: str, text: str) -> list[Setting]:
             continue
         if line.startswith("export "):
             line = line[len("export ") :].lstrip()
-        name, eq, rest = line.partition("=")
-        name = name.strip()
-        if not eq or not _ENV_NAME.fullmatch(name):
+        pair = key_value(line, _ENV_NAME, spaced=True)
+        if pair is None:
             raise ParseError(
                 path, lineno, f"expected KEY=VALUE (a variable name, '=', a value), got {raw!r}"
             )
+        name, rest = pair
         value = _dotenv_value(rest.strip(), path, lineno)
         if not rest.strip().startswith("'"):
             value = expand_vars(value, env)
@@ -278,10 +279,8 @@ def _env_block(value: Any, where: str) -> list[Setting]:
         for entry in value:
             if isinstance(entry, dict) and isinstance(entry.get("name"), str) and "value" in entry:
                 out.append(Setting(entry["name"], _render(entry["value"]), Scope.ENV, where))
-            elif isinstance(entry, str) and "=" in entry:
-                name, _, val = entry.partition("=")
-                if _ENV_NAME.fullmatch(name):
-                    out.append(Setting(name, val, Scope.ENV, where))
+            elif isinstance(entry, str) and (pair := key_value(entry, _ENV_NAME)) is not None:
+                out.append(Setting(pair[0], pair[1], Scope.ENV, where))
     return out
 
 

@@ -22,9 +22,10 @@ from typing import Any
 from evidence.vocabulary import EventKind, Lane, Source
 
 from .configfiles import diff_settings, extract_settings, is_config_path
-from .docs import changed_sections
+from .markdown import changed_sections
+from .text import decode_lines, head_text
+from .timestamps import UTC, LocalTimeError, TimeError, parse_iso
 from .types import (
-    UTC,
     EventRecord,
     ParseContext,
     ParseError,
@@ -83,8 +84,7 @@ class CommitInfo:
 
 def looks_like_git_log_text(name: str, head: bytes) -> bool:
     """True when ``head`` starts like ``git log`` output (``commit <hash>`` then headers)."""
-    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
-    lines = [ln.rstrip("\r") for ln in text.split("\n")]
+    lines = [ln.rstrip("\r") for ln in head_text(head).split("\n")]
     lines = [ln for ln in lines if ln.strip()]
     if not lines or not _COMMIT_RE.match(lines[0]):
         return False
@@ -95,7 +95,7 @@ def looks_like_git_log_text(name: str, head: bytes) -> bool:
 
 def parse_git_log_text(data: bytes, ctx: ParseContext) -> list[CommitInfo]:
     """Read ``git log --numstat`` text (see the module docstring) into commits, in file order."""
-    lines = _decode_lines(data, ctx.name)
+    lines = decode_lines(data, ctx.name)
     commits: list[CommitInfo] = []
     i, n = 0, len(lines)
     while i < n:
@@ -111,18 +111,6 @@ def parse_git_log(data: bytes, ctx: ParseContext) -> ParseResult:
     """Parse ``git log`` text into commit events (kind ``git_log``)."""
     commits = parse_git_log_text(data, ctx)
     return commits_to_result(commits, repo=_repo_name(ctx.name), ctx=ctx, kind=KIND_GIT_LOG)
-
-
-def _decode_lines(data: bytes, name: str) -> list[str]:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ParseError(
-            name, line, f"expected UTF-8 text, found undecodable byte 0x{data[exc.start]:02x}"
-        ) from None
-    text = text.removeprefix("\ufeff")
-    return [ln.removesuffix("\r") for ln in text.split("\n")]
 
 
 def _read_commit(lines: list[str], start: int, ctx: ParseContext) -> tuple[CommitInfo, int]:
@@ -258,16 +246,16 @@ def _parse_date(value: str, ctx: ParseContext, line: int) -> dt.datetime:
     if m:
         text = f"{m.group(1)}T{m.group(2)}{m.group(3)}:{m.group(4)}"
     try:
-        when = dt.datetime.fromisoformat(text)
+        return parse_iso(text, ctx.tz)
+    except LocalTimeError as exc:
+        raise ParseError(ctx.name, line, str(exc)) from None
+    except TimeError:
+        pass
+    try:
+        # git's default date layout: "Fri Nov 20 07:30:00 2026 -0800"
+        return dt.datetime.strptime(text, "%a %b %d %H:%M:%S %Y %z").astimezone(UTC)
     except ValueError:
-        try:
-            # git's default date layout: "Fri Nov 20 07:30:00 2026 -0800"
-            when = dt.datetime.strptime(text, "%a %b %d %H:%M:%S %Y %z")
-        except ValueError:
-            raise ParseError(ctx.name, line, f"{_DATE_EXPECTED}, found {value!r}") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=ctx.tz)
-    return when.astimezone(UTC)
+        raise ParseError(ctx.name, line, f"{_DATE_EXPECTED}, found {value!r}") from None
 
 
 def _numstat_path(text: str) -> tuple[str, str | None]:

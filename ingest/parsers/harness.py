@@ -1,8 +1,8 @@
-"""Harness results: JUnit XML, JSON Lines runs and lm-evaluation-harness results JSON.
+"""Harness results: JUnit XML and JSON Lines runs (lm-evaluation-harness: :mod:`.lm_eval`).
 
-Pure: bytes in, :class:`ParseResult` out. Each test case (or task) becomes one
-``harness_run`` event; a green harness across the incident window is what rules out model
-quality, so status and score are kept as plain attrs.
+Pure: bytes in, :class:`ParseResult` out. Each test case becomes one ``harness_run`` event; a
+green harness across the incident window is what rules out model quality, so status and score
+are kept as plain attrs.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from xml.parsers import expat
 
 from evidence.vocabulary import EventKind, HarnessStatus, Lane
 
+from .text import decode, head_text
+from .timestamps import LocalTimeError, TimeError, default_time, parse_iso
 from .types import (
-    UTC,
     EventRecord,
     ParseContext,
     ParseError,
@@ -27,7 +28,6 @@ from .types import (
 
 KIND_JUNIT = "junit_xml"
 KIND_HARNESS_JSONL = "harness_jsonl"
-KIND_LM_EVAL = "lm_eval_json"
 
 JSONL_STATUSES = tuple(
     str(s)
@@ -43,29 +43,19 @@ _DTD_RE = re.compile(r"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
 # --- shared -------------------------------------------------------------------------------------
 
 
-def _decode(data: bytes, name: str) -> str:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ParseError(
-            name, line, f"expected UTF-8 text, found undecodable byte 0x{data[exc.start]:02x}"
-        ) from None
-    return text.removeprefix("\ufeff")
+def _parse_time(value: str, ctx: ParseContext, line: int) -> dt.datetime | None:
+    """ISO 8601 (``Z`` or an offset; naive means ``ctx.tz``) as aware UTC; None if unreadable.
 
-
-def _parse_time(value: str, ctx: ParseContext) -> dt.datetime | None:
-    """ISO 8601 (``Z`` or an offset; naive means ``ctx.tz``) as aware UTC; None if unreadable."""
-    text = value.strip()
-    if not text:
+    A naive time that a daylight-saving change makes ambiguous is a ParseError at ``line``.
+    """
+    if not value.strip():
         return None
     try:
-        when = dt.datetime.fromisoformat(text)
-    except ValueError:
+        return parse_iso(value, ctx.tz)
+    except LocalTimeError as exc:
+        raise ParseError(ctx.name, line, str(exc)) from None
+    except TimeError:
         return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=ctx.tz)
-    return when.astimezone(UTC)
 
 
 def _unique_key(key: str, seen: dict[str, int]) -> str:
@@ -94,13 +84,13 @@ class _Node:
 
 def looks_like_junit(name: str, head: bytes) -> bool:
     """True when ``head`` is XML whose root looks like a JUnit ``testsuites``/``testsuite``."""
-    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    text = head_text(head).lstrip(" \t\r\n")
     return text.startswith("<") and re.search(r"<testsuites?[\s>/]", text) is not None
 
 
 def parse_junit(data: bytes, ctx: ParseContext) -> ParseResult:
     """JUnit XML: one ``harness_run`` event per testcase, at its suite's ``timestamp``."""
-    text = _decode(data, ctx.name)
+    text = decode(data, ctx.name)
     dtd = _DTD_RE.search(text)
     if dtd:
         line = text.count("\n", 0, dtd.start()) + 1
@@ -171,7 +161,7 @@ def _walk_suites(
     stamp = node.attrs.get("timestamp")
     at = inherited
     if stamp is not None:
-        at = _parse_time(stamp, ctx)
+        at = _parse_time(stamp, ctx, node.line)
         if at is None:
             raise ParseError(
                 ctx.name,
@@ -197,7 +187,7 @@ def _read_suite(
     if not cases:
         return
     if at is None:
-        at = ctx.default_time.astimezone(UTC) if ctx.default_time is not None else None
+        at = default_time(ctx)
     if at is None:
         raise ParseError(
             ctx.name,
@@ -284,7 +274,7 @@ def _case_time(case: _Node, ctx: ParseContext) -> float | None:
 
 def looks_like_harness_jsonl(name: str, head: bytes) -> bool:
     """True when the first non-blank line is a JSON object with ts, suite, case and status."""
-    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    text = head_text(head)
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -297,7 +287,7 @@ def looks_like_harness_jsonl(name: str, head: bytes) -> bool:
 
 def parse_harness_jsonl(data: bytes, ctx: ParseContext) -> ParseResult:
     """One run per line: ``{"ts", "suite", "case", "status", "score", "threshold"}``."""
-    text = _decode(data, ctx.name)
+    text = decode(data, ctx.name)
     result = ParseResult(kind=KIND_HARNESS_JSONL)
     seen: dict[str, int] = {}
     for number, raw in enumerate(text.split("\n"), start=1):
@@ -337,7 +327,7 @@ def _jsonl_event(raw: str, number: int, ctx: ParseContext, seen: dict[str, int])
         return float(value)
 
     ts = text_field("ts")
-    at = _parse_time(ts, ctx)
+    at = _parse_time(ts, ctx, number)
     if at is None:
         raise fail(f"field 'ts' is {ts!r}: expected {_TIME_EXAMPLE}")
     suite = text_field("suite")
@@ -381,120 +371,3 @@ def _finite_json(value: Any) -> Any:
     if isinstance(value, list):
         return [_finite_json(v) for v in value]
     return value
-
-
-# --- lm-evaluation-harness ----------------------------------------------------------------------
-
-_LM_METRIC_RE = re.compile(r'"[A-Za-z0-9_]+(?:_stderr)?,[A-Za-z0-9_-]+"\s*:')
-
-
-def looks_like_lm_eval(name: str, head: bytes) -> bool:
-    """True for an lm-evaluation-harness results JSON (``results`` with ``acc,none`` keys)."""
-    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
-    if not text.startswith("{") or '"results"' not in text:
-        return False
-    base = name.replace("\\", "/").rsplit("/", 1)[-1]
-    return base.startswith("results") or _LM_METRIC_RE.search(text) is not None
-
-
-def parse_lm_eval(data: bytes, ctx: ParseContext) -> ParseResult:
-    """lm-eval results JSON: one ``scored`` event per task in ``results``, at ``date``."""
-    text = _decode(data, ctx.name)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(ctx.name, exc.lineno, f"invalid JSON: {exc.msg}") from None
-    if not isinstance(doc, dict):
-        raise ParseError(ctx.name, 1, "expected a JSON object with a 'results' mapping")
-    results = doc.get("results")
-    if not isinstance(results, dict):
-        raise ParseError(
-            ctx.name, 0, "expected a 'results' object mapping task names to their metrics"
-        )
-    at = _lm_eval_time(doc.get("date"), ctx)
-    model = _lm_eval_model(doc)
-    result = ParseResult(kind=KIND_LM_EVAL)
-    for task, values in results.items():
-        if not isinstance(values, dict):
-            raise ParseError(
-                ctx.name, 0, f"results.{task} must be an object of metrics, found {values!r}"
-            )
-        metrics = {
-            str(metric): (float(v) if math.isfinite(v) else None)
-            for metric, v in values.items()
-            if isinstance(v, int | float) and not isinstance(v, bool)
-        }
-        alias = values.get("alias")
-        headline = next(
-            ((k, v) for k, v in metrics.items() if "_stderr" not in k and v is not None), None
-        )
-        title = f"lm-eval {task} scored"
-        if headline is not None:
-            title += f": {headline[0]} {headline[1]:.4g}"
-        result.events.append(
-            EventRecord(
-                kind=EventKind.HARNESS_RUN,
-                lane=Lane.HARNESS,
-                at=at,
-                key=f"lm-eval/{model}/{task}@{at.isoformat()}",
-                title=title,
-                attrs={
-                    "suite": "lm-eval",
-                    "case": str(task),
-                    "task": str(task),
-                    "alias": alias if isinstance(alias, str) else "",
-                    "status": HarnessStatus.SCORED,
-                    "metrics": metrics,
-                    "model": model,
-                    "score": headline[1] if headline is not None else None,
-                    "threshold": None,
-                },
-            )
-        )
-    return result
-
-
-def _lm_eval_time(value: Any, ctx: ParseContext) -> dt.datetime:
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            parsed = _parse_time(value, ctx)
-            if parsed is None:
-                raise ParseError(
-                    ctx.name, 0, f"'date' is {value!r}: expected epoch seconds such as 1763668800.5"
-                ) from None
-            return parsed
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        try:
-            return dt.datetime.fromtimestamp(float(value), tz=UTC)
-        except (OverflowError, OSError, ValueError):
-            raise ParseError(
-                ctx.name, 0, f"'date' {value!r} is out of range: expected epoch seconds"
-            ) from None
-    if value is None and ctx.default_time is not None:
-        return ctx.default_time.astimezone(UTC)
-    raise ParseError(
-        ctx.name, 0, "expected 'date' as epoch seconds (lm-eval writes it), or a default time"
-    )
-
-
-def _lm_eval_model(doc: dict[str, Any]) -> str:
-    config = doc.get("config")
-    if isinstance(config, dict):
-        args = config.get("model_args")
-        if isinstance(args, str):
-            for part in args.split(","):
-                key, _, value = part.partition("=")
-                if key.strip() in ("pretrained", "model", "model_name") and value.strip():
-                    return value.strip()
-        if isinstance(args, dict):
-            for key in ("pretrained", "model", "model_name"):
-                if isinstance(args.get(key), str):
-                    return str(args[key])
-    name = doc.get("model_name")
-    if isinstance(name, str) and name:
-        return name
-    if isinstance(config, dict) and isinstance(config.get("model"), str):
-        return str(config["model"])
-    return ""

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 
 from evidence.vocabulary import EventKind, Lane
 
+from .text import decode_lines, head_text
+from .timestamps import TimeError, wall_clock
 from .types import (
-    UTC,
     EventRecord,
     ParseContext,
     ParseError,
@@ -108,14 +109,11 @@ class _LogParser:
         stamp = match.group(0)[1:20]
         at = self.times.get(stamp)
         if at is None:
-            y, mo, d, h, mi, s = (int(g) for g in match.groups()[:6])
+            fields = (int(g) for g in match.groups()[:6])
             try:
-                local = dt.datetime(y, mo, d, h, mi, s, tzinfo=self.ctx.tz)
-            except ValueError as exc:
-                raise ParseError(
-                    self.file, lineno, f"invalid timestamp [{stamp}]: {exc}; expected a real date"
-                ) from None
-            at = self.times[stamp] = local.astimezone(UTC)
+                at = self.times[stamp] = wall_clock(*fields, tz=self.ctx.tz)
+            except TimeError as exc:
+                raise ParseError(self.file, lineno, f"invalid timestamp [{stamp}]: {exc}") from None
         fraction = match.group(7)
         if fraction:
             at += dt.timedelta(microseconds=int(fraction.ljust(6, "0")))
@@ -292,23 +290,15 @@ class _LogParser:
 
 def parse_sglang_log(data: bytes, ctx: ParseContext) -> ParseResult:
     """Parse an SGLang server log into batch samples, requests, errors and the logged span."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = 1 + data.count(b"\n", 0, exc.start)
-        raise ParseError(
-            ctx.name, line, f"expected UTF-8 text, got undecodable byte 0x{data[exc.start]:02x}"
-        ) from None
-    lines = text.split("\n")
+    lines = decode_lines(data, ctx.name)
     if lines and lines[-1] == "":
-        lines.pop()
+        lines.pop()  # the newline ending the last line
     parser = _LogParser(ctx)
     for lineno, raw in enumerate(lines, 1):
-        parser.line(raw.rstrip("\r"), lineno)
+        parser.line(raw, lineno)
     return parser.result(len(lines))
 
 
 def looks_like_sglang_log(name: str, head: bytes) -> bool:
     """True when one of the first lines opens with a ``[YYYY-MM-DD HH:MM:SS ...]`` prefix."""
-    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
-    return any(_PREFIX_RE.match(line) for line in text.splitlines()[:50])
+    return any(_PREFIX_RE.match(line) for line in head_text(head).splitlines()[:50])

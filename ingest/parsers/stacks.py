@@ -14,8 +14,9 @@ from typing import Any
 
 from evidence.vocabulary import EventKind, Lane
 
+from .text import decode_lines, head_text
+from .timestamps import LocalTimeError, TimeError, default_time, parse_offset, wall_clock
 from .types import (
-    UTC,
     EventRecord,
     ParseContext,
     ParseError,
@@ -47,8 +48,9 @@ def capture_time(ctx: ParseContext) -> dt.datetime:
                 when = _name_match_time(m, ctx)
                 if when is not None:
                     return when
-    if ctx.default_time is not None:
-        return ctx.default_time.astimezone(UTC)
+    given = default_time(ctx)
+    if given is not None:
+        return given
     raise ParseError(
         ctx.name,
         0,
@@ -58,36 +60,19 @@ def capture_time(ctx: ParseContext) -> dt.datetime:
 
 
 def _name_match_time(m: re.Match[str], ctx: ParseContext) -> dt.datetime | None:
-    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
     zone = m.group("zone")
-    tz: dt.tzinfo = ctx.tz
-    if zone == "Z":
-        tz = UTC
-    elif zone:
-        digits = zone[1:].replace(":", "")
-        offset = dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
-        tz = dt.timezone(offset if zone[0] == "+" else -offset)
     try:
-        when = dt.datetime(year, month, day, hour, minute, second, tzinfo=tz)
-    except ValueError:
+        return wall_clock(
+            *(int(g) for g in m.groups()[:6]), tz=parse_offset(zone) if zone else ctx.tz
+        )
+    except LocalTimeError as exc:
+        raise ParseError(ctx.name, 0, f"the time in the file name: {exc}") from None
+    except TimeError:
         return None  # digits that are not a date (a build number, say): keep looking
-    return when.astimezone(UTC)
 
 
 def _dump_key(fmt: str, data: bytes, ctx: ParseContext) -> str:
     return f"{fmt}:{ctx.name}:{hashlib.sha256(data).hexdigest()[:16]}"
-
-
-def _decode_lines(data: bytes, name: str) -> list[str]:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ParseError(
-            name, line, f"expected UTF-8 text, found undecodable byte 0x{data[exc.start]:02x}"
-        ) from None
-    text = text.removeprefix("\ufeff")
-    return [ln.removesuffix("\r") for ln in text.split("\n")]
 
 
 def _code_block(lines: list[str]) -> str:
@@ -105,7 +90,7 @@ _FRAME_RE = re.compile(r"^(\s+)(.+?) \(([^()]*?)(?::(\d+))?\)\s*$")
 
 def looks_like_pyspy(name: str, head: bytes) -> bool:
     """True when ``head`` starts with py-spy's ``Process <pid>: ...`` header."""
-    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    text = head_text(head).lstrip(" \t\r\n")
     first, _, rest = text.partition("\n")
     if not _PROCESS_RE.match(first.rstrip("\r")):
         return False
@@ -135,7 +120,7 @@ class _Thread:
 
 def parse_pyspy(data: bytes, ctx: ParseContext) -> ParseResult:
     """``py-spy dump --pid N`` text (``--locals`` too) as one ``stack_dump`` event."""
-    lines = _decode_lines(data, ctx.name)
+    lines = decode_lines(data, ctx.name)
     processes: list[tuple[int, str, str]] = []  # pid, cmdline, python
     threads: list[_Thread] = []
     frame_indent: int | None = None
@@ -287,7 +272,7 @@ _MINUTES_RE = re.compile(r"^(\d+) minutes?$")
 
 def looks_like_goroutines(name: str, head: bytes) -> bool:
     """True when ``head`` holds a ``goroutine N [state]:`` header."""
-    text = head.decode("utf-8", errors="replace")
+    text = head_text(head)
     return any(_GOROUTINE_RE.match(ln.rstrip("\r")) for ln in text.split("\n"))
 
 
@@ -303,7 +288,7 @@ class _Goroutine:
 
 def parse_goroutines(data: bytes, ctx: ParseContext) -> ParseResult:
     """A Go goroutine dump (SIGQUIT or ``debug=2``), grouped by identical stacks."""
-    lines = _decode_lines(data, ctx.name)
+    lines = decode_lines(data, ctx.name)
     goroutines = _read_goroutines(lines, ctx)
     if not goroutines:
         raise ParseError(

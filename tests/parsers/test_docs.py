@@ -13,13 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evidence.vocabulary import EventKind, Lane
-from ingest.parsers.docs import (
-    changelog_changes,
-    looks_like_markdown_doc,
-    markdown_settings,
-    parse_markdown_doc,
-)
-from ingest.parsers.shell import launch_flags, shell_settings, strip_console_prompts
+from ingest.parsers.changelog import changelog_changes
+from ingest.parsers.docs import looks_like_markdown_doc, parse_markdown_doc
+from ingest.parsers.launch import launch_flags
+from ingest.parsers.markdown import markdown_settings
+from ingest.parsers.shell import shell_settings
+from ingest.parsers.shell_commands import strip_console_prompts
 from ingest.parsers.types import (
     UTC,
     ConfigChangeRecord,
@@ -502,7 +501,7 @@ def test_any_text_gives_settings_or_a_parse_error_never_another_exception(text: 
 
 
 def test_changed_sections_are_the_ones_edited_between_revisions() -> None:
-    from ingest.parsers.docs import changed_sections, sections
+    from ingest.parsers.markdown import changed_sections, sections
 
     before = (
         "# DSV4\n\nintro\n\n## Launch\n\n```bash\n# not a heading\nexport A=1\n```\n\n"
@@ -519,7 +518,7 @@ def test_changed_sections_are_the_ones_edited_between_revisions() -> None:
 
 
 def test_a_markdown_doc_over_the_size_limit_is_refused_before_parsing() -> None:
-    from ingest.parsers.docs import MAX_MARKDOWN_BYTES
+    from ingest.parsers.markdown import MAX_MARKDOWN_BYTES
 
     huge = b"| Variable | Value |\n|---|---|\n" + b"| `A` | 1 |\n" * (MAX_MARKDOWN_BYTES // 12 + 1)
     with pytest.raises(ParseError, match="over the 2097152 byte limit"):

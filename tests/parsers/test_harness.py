@@ -13,11 +13,10 @@ from evidence.vocabulary import EventKind, Lane
 from ingest.parsers.harness import (
     looks_like_harness_jsonl,
     looks_like_junit,
-    looks_like_lm_eval,
     parse_harness_jsonl,
     parse_junit,
-    parse_lm_eval,
 )
+from ingest.parsers.lm_eval import looks_like_lm_eval, parse_lm_eval
 from ingest.parsers.types import (
     ParseContext,
     ParseError,

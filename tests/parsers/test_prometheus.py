@@ -15,16 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from ingest.parsers import prometheus
+from ingest.parsers.nvidia_smi import looks_like_nvidia_smi, parse_nvidia_smi
 from ingest.parsers.prometheus import (
     looks_like_exposition,
-    looks_like_nvidia_smi,
     looks_like_query_range,
     parse_exposition,
-    parse_nvidia_smi,
     parse_query_range,
 )
-from ingest.parsers.types import UTC, ParseContext, ParseError, ParseResult
+from ingest.parsers.prometheus.careful import parse_careful
+from ingest.parsers.prometheus.chunks import CHUNK_BYTES
+from ingest.parsers.prometheus.grammar import Meta, Registry, default_type
+from ingest.parsers.types import UTC, ParseContext, ParseError, ParseResult, SampleBlock
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "metrics"
 PST = ZoneInfo("America/Los_Angeles")
@@ -61,12 +62,12 @@ def as_points(result: ParseResult) -> dict[tuple[str, tuple[tuple[str, str], ...
 
 def careful(data: bytes, ctx: ParseContext, openmetrics: bool = False) -> ParseResult:
     """Run only the line-by-line reference path."""
-    registry, meta = prometheus._Registry(), prometheus._Meta()
-    ts_cols, val_cols = prometheus._parse_careful(data, ctx, openmetrics, registry, meta)
+    registry, meta = Registry(), Meta()
+    ts_cols, val_cols = parse_careful(data, ctx, openmetrics, registry, meta)
     result = ParseResult(kind="prometheus_text")
     for key, ts, vals in zip(registry.keys, ts_cols, val_cols, strict=True):
-        block = prometheus.SampleBlock(key=key, ts_ms=ts, values=vals)
-        meta.fill(block, "unknown" if openmetrics else "untyped")
+        block = SampleBlock(key=key, ts_ms=ts, values=vals)
+        meta.fill(block, default_type(openmetrics=openmetrics))
         result.samples.append(block)
     return result
 
@@ -218,7 +219,7 @@ def test_bulk_path_and_careful_path_agree_on_fixtures(name: str) -> None:
 def test_bulk_path_and_careful_path_agree_on_a_large_file() -> None:
     # Large enough to span several 4 MiB chunks.
     data = generate_scrapes(30000).encode()
-    assert len(data) > 3 * prometheus._CHUNK_BYTES
+    assert len(data) > 3 * CHUNK_BYTES
     ctx = ParseContext("big.prom")
     fast = parse_exposition(data, ctx)
     assert summary(fast) == summary(careful(data, ctx))

@@ -1,0 +1,140 @@
+"""lm-evaluation-harness results JSON: one ``harness_run`` event per task, scored.
+
+Pure: bytes in, :class:`ParseResult` out. lm-eval writes no pass/fail: each task's event has
+status ``scored``, its metrics and the model; the run's ``date`` (epoch seconds) is its time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+from typing import Any
+
+from evidence.vocabulary import EventKind, HarnessStatus, Lane
+
+from .text import decode, head_text, key_value
+from .timestamps import LocalTimeError, TimeError, default_time, from_epoch, parse_iso
+from .types import EventRecord, ParseContext, ParseError, ParseResult
+
+KIND_LM_EVAL = "lm_eval_json"
+
+_MODEL_KEYS = ("pretrained", "model", "model_name")  # model_args keys that name the model
+_MODEL_ARG = re.compile("|".join(_MODEL_KEYS))
+_LM_METRIC_RE = re.compile(r'"[A-Za-z0-9_]+(?:_stderr)?,[A-Za-z0-9_-]+"\s*:')
+
+
+def looks_like_lm_eval(name: str, head: bytes) -> bool:
+    """True for an lm-evaluation-harness results JSON (``results`` with ``acc,none`` keys)."""
+    text = head_text(head).lstrip(" \t\r\n")
+    if not text.startswith("{") or '"results"' not in text:
+        return False
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    return base.startswith("results") or _LM_METRIC_RE.search(text) is not None
+
+
+def parse_lm_eval(data: bytes, ctx: ParseContext) -> ParseResult:
+    """lm-eval results JSON: one ``scored`` event per task in ``results``, at ``date``."""
+    text = decode(data, ctx.name)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(ctx.name, exc.lineno, f"invalid JSON: {exc.msg}") from None
+    if not isinstance(doc, dict):
+        raise ParseError(ctx.name, 1, "expected a JSON object with a 'results' mapping")
+    results = doc.get("results")
+    if not isinstance(results, dict):
+        raise ParseError(
+            ctx.name, 0, "expected a 'results' object mapping task names to their metrics"
+        )
+    at = _lm_eval_time(doc.get("date"), ctx)
+    model = _lm_eval_model(doc)
+    result = ParseResult(kind=KIND_LM_EVAL)
+    for task, values in results.items():
+        if not isinstance(values, dict):
+            raise ParseError(
+                ctx.name, 0, f"results.{task} must be an object of metrics, found {values!r}"
+            )
+        metrics = {
+            str(metric): (float(v) if math.isfinite(v) else None)
+            for metric, v in values.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)
+        }
+        alias = values.get("alias")
+        headline = next(
+            ((k, v) for k, v in metrics.items() if "_stderr" not in k and v is not None), None
+        )
+        title = f"lm-eval {task} scored"
+        if headline is not None:
+            title += f": {headline[0]} {headline[1]:.4g}"
+        result.events.append(
+            EventRecord(
+                kind=EventKind.HARNESS_RUN,
+                lane=Lane.HARNESS,
+                at=at,
+                key=f"lm-eval/{model}/{task}@{at.isoformat()}",
+                title=title,
+                attrs={
+                    "suite": "lm-eval",
+                    "case": str(task),
+                    "task": str(task),
+                    "alias": alias if isinstance(alias, str) else "",
+                    "status": HarnessStatus.SCORED,
+                    "metrics": metrics,
+                    "model": model,
+                    "score": headline[1] if headline is not None else None,
+                    "threshold": None,
+                },
+            )
+        )
+    return result
+
+
+def _lm_eval_time(value: Any, ctx: ParseContext) -> dt.datetime:
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            try:
+                return parse_iso(value, ctx.tz)
+            except LocalTimeError as exc:
+                raise ParseError(ctx.name, 0, f"'date': {exc}") from None
+            except TimeError:
+                raise ParseError(
+                    ctx.name, 0, f"'date' is {value!r}: expected epoch seconds such as 1763668800.5"
+                ) from None
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        try:
+            return from_epoch(float(value), "s")
+        except TimeError:
+            raise ParseError(
+                ctx.name, 0, f"'date' {value!r} is out of range: expected epoch seconds"
+            ) from None
+    default = default_time(ctx) if value is None else None
+    if default is not None:
+        return default
+    raise ParseError(
+        ctx.name, 0, "expected 'date' as epoch seconds (lm-eval writes it), or a default time"
+    )
+
+
+def _lm_eval_model(doc: dict[str, Any]) -> str:
+    config = doc.get("config")
+    if isinstance(config, dict):
+        args = config.get("model_args")
+        if isinstance(args, str):
+            for part in args.split(","):
+                pair = key_value(part, _MODEL_ARG, spaced=True)
+                if pair is not None and pair[1].strip():
+                    return pair[1].strip()
+        if isinstance(args, dict):
+            for key in _MODEL_KEYS:
+                if isinstance(args.get(key), str):
+                    return str(args[key])
+    name = doc.get("model_name")
+    if isinstance(name, str) and name:
+        return name
+    if isinstance(config, dict) and isinstance(config.get("model"), str):
+        return str(config["model"])
+    return ""

@@ -1,0 +1,226 @@
+"""Markdown read as tokens: the settings a document asserts, and its sections.
+
+Pure: text in, values out. The document is read through markdown-it-py tokens, so prose never
+becomes a setting ("Do not set `X=1`" in a paragraph is a warning to readers, not an
+assignment). Settings come from fenced shell blocks (see :mod:`ingest.parsers.shell`) and from
+key/value tables. Shared by the lone-document parser (:mod:`.docs`), the changelog reader
+(:mod:`.changelog`), config files in a repository and doc revisions of a commit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from evidence.vocabulary import Scope
+
+from .shell import scan_shell
+from .shell_commands import strip_console_prompts
+from .types import ParseError, Setting
+
+# Fence info strings read as shell. A broken snippet in a block that claims to be shell is an
+# error; `text` and unlabelled blocks are often logs or prose, so a block that does not split
+# as shell is skipped with a warning instead.
+_STRICT_SHELL = frozenset({"bash", "sh", "shell", "zsh", "console", "shell-session"})
+_LENIENT_SHELL = frozenset({"", "text", "txt", "plaintext", "env", "dotenv"})
+_CONSOLE = frozenset({"console", "shell-session"})
+
+_KEY_HEADERS = (
+    "variable",
+    "env var",
+    "environment variable",
+    "flag",
+    "key",
+    "name",
+    "option",
+    "parameter",
+    "argument",
+    "setting",
+)
+_VALUE_HEADERS = ("value", "setting", "default", "default value", "values", "recommended value")
+ENV_KEY = re.compile(r"[A-Z_][A-Z0-9_]*")
+
+
+def tokenize(text: str) -> list[Token]:
+    """The document's markdown-it tokens (CommonMark with tables)."""
+    return MarkdownIt("commonmark").enable("table").parse(text)
+
+
+# Deployment docs are kilobytes. markdown-it spends ~10 us per table cell, so a pathological
+# multi-megabyte document would hold a worker for minutes: refuse it up front instead.
+MAX_MARKDOWN_BYTES = 2 * 1024 * 1024
+
+
+def check_size(size: int, path: str) -> None:
+    """Refuse a document over :data:`MAX_MARKDOWN_BYTES` before tokenising it."""
+    if size > MAX_MARKDOWN_BYTES:
+        raise ParseError(
+            path,
+            0,
+            f"{size} bytes is over the {MAX_MARKDOWN_BYTES} byte limit for a Markdown "
+            "deployment doc (expected a document of a few hundred KB at most)",
+        )
+
+
+# --- settings ------------------------------------------------------------------------------------
+
+
+def markdown_settings(text: str, *, path: str) -> list[Setting]:
+    """Settings a Markdown document asserts, in document order.
+
+    Read from fenced shell blocks (variables carry from one block to the next, so `${VAR}`
+    resolves to an earlier block's assignment) and from key/value tables. Paragraphs and list
+    items are prose and never yield settings.
+    """
+    check_size(len(text.encode()), path)
+    settings, _ = document_settings(tokenize(text), path)
+    return settings
+
+
+def document_settings(tokens: Sequence[Token], path: str) -> tuple[list[Setting], list[str]]:
+    """The settings of a tokenised document, and warnings for the blocks skipped."""
+    settings: list[Setting] = []
+    warnings: list[str] = []
+    env: dict[str, str] = {}
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token.type == "fence":
+            lang = _fence_language(token.info)
+            if lang in _STRICT_SHELL or lang in _LENIENT_SHELL:
+                content = (
+                    strip_console_prompts(token.content) if lang in _CONSOLE else token.content
+                )
+                first_line = (token.map[0] + 2) if token.map else 1
+                try:
+                    found, env = scan_shell(content, where=path, first_line=first_line, env=env)
+                except ParseError as exc:
+                    if lang in _STRICT_SHELL:
+                        raise
+                    warnings.append(f"skipped the {lang or 'unlabelled'} block: {exc}")
+                else:
+                    settings.extend(found)
+        elif token.type == "table_open":
+            end = _closing(tokens, i, "table_close")
+            settings.extend(_table_settings(tokens[i:end], path))
+            i = end
+        i += 1
+    return settings, warnings
+
+
+def _fence_language(info: str) -> str:
+    words = info.strip().strip("{}").split()
+    return words[0].lstrip(".").lower() if words else ""
+
+
+def _closing(tokens: Sequence[Token], start: int, close_type: str) -> int:
+    for j in range(start, len(tokens)):
+        if tokens[j].type == close_type:
+            return j
+    return len(tokens) - 1
+
+
+def _table_settings(tokens: Sequence[Token], path: str) -> list[Setting]:
+    """Rows of a table whose header names a key column and a value column."""
+    rows: list[tuple[int, list[str]]] = []
+    row: list[str] | None = None
+    row_line = 0
+    for token in tokens:
+        if token.type == "tr_open":
+            row = []
+            row_line = token.map[0] + 1 if token.map else 0
+        elif token.type == "inline" and row is not None:
+            row.append(plain_text(token))
+        elif token.type == "tr_close" and row is not None:
+            rows.append((row_line, row))
+            row = None
+    if len(rows) < 2:
+        return []
+    header = [cell.strip().lower().strip("*_ :") for cell in rows[0][1]]
+    key_col = next((c for c, h in enumerate(header) if h in _KEY_HEADERS), None)
+    if key_col is None:
+        return []
+    value_col = next(
+        (c for c, h in enumerate(header) if c != key_col and h in _VALUE_HEADERS), None
+    )
+    if value_col is None:
+        return []
+    out: list[Setting] = []
+    for line, cells in rows[1:]:
+        if max(key_col, value_col) >= len(cells):
+            continue
+        key = cells[key_col].strip()
+        value = cells[value_col].strip()
+        if not key or not value:
+            continue
+        out.append(Setting(key, value, _table_scope(key), f"{path}:{line}"))
+    return out
+
+
+def _table_scope(key: str) -> Scope:
+    if key.startswith("-"):
+        return Scope.FLAG
+    if ENV_KEY.fullmatch(key):
+        return Scope.ENV
+    return Scope.TABLE
+
+
+def plain_text(inline: Token) -> str:
+    """The text of an inline token without Markdown markup (backticks, emphasis, links)."""
+    parts: list[str] = []
+    for child in inline.children or []:
+        if child.type in ("text", "code_inline", "html_inline"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+        elif child.type == "image":
+            parts.append(child.content)
+    return "".join(parts)
+
+
+def token_line(token: Token) -> int:
+    """The 1-based line a block token starts at (0 when markdown-it gives none)."""
+    return token.map[0] + 1 if token.map else 0
+
+
+MAX_SECTION_CHARS = 20_000
+
+
+def sections(text: str) -> list[tuple[str, str]]:
+    """The document cut at its headings: (heading text, the section's Markdown source).
+
+    Text before the first heading is the section "". Headings are found from markdown-it
+    tokens, so a ``#`` inside a code block is not a heading."""
+    lines = text.splitlines(keepends=True)
+    tokens = tokenize(text)
+    starts: list[tuple[int, str]] = []
+    for i, tok in enumerate(tokens):
+        if tok.type == "heading_open" and tok.map is not None:
+            inline = tokens[i + 1] if i + 1 < len(tokens) else None
+            starts.append((tok.map[0], inline.content.strip() if inline is not None else ""))
+    out: list[tuple[str, str]] = []
+    first = starts[0][0] if starts else len(lines)
+    if "".join(lines[:first]).strip():
+        out.append(("", "".join(lines[:first])))
+    for n, (start, title) in enumerate(starts):
+        end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
+        out.append((title, "".join(lines[start:end])))
+    return out
+
+
+def changed_sections(before: str | None, after: str | None) -> str:
+    """Markdown of the sections of ``after`` that are new or differ from ``before``, so a doc
+    revision shows what was edited (bounded in size)."""
+    if after is None:
+        return ""
+    old: dict[str, list[str]] = {}
+    for title, body in sections(before or ""):
+        old.setdefault(title, []).append(body)
+    changed = [body for title, body in sections(after) if body not in old.get(title, [])]
+    text = "\n".join(b.rstrip("\n") + "\n" for b in changed)
+    if len(text) > MAX_SECTION_CHARS:
+        text = text[:MAX_SECTION_CHARS] + "\n\n_(cut: the changed sections go on)_\n"
+    return text

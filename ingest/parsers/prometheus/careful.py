@@ -1,0 +1,89 @@
+"""The line-by-line exposition parser: the reference for what the bulk path accepts.
+
+Pure. It runs whenever the bulk path gives up and raises the precise :class:`ParseError` for
+the first bad line.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator
+
+from ..series import check_order, series_repr
+from ..text import decode
+from ..types import ParseContext, ParseError
+from .chunks import raw_chunks
+from .grammar import Meta, Registry, default_ms, parse_timestamp, parse_value, scan_series
+
+
+def _chunks(data: bytes, file: str) -> Iterator[tuple[int, list[str]]]:
+    """Yield (number of the first line, decoded lines) per piece of :func:`raw_chunks`."""
+    lineno = 1
+    for raw in raw_chunks(data):
+        lines = decode(raw, file, first_line=lineno).split("\n")
+        yield lineno, lines
+        lineno += len(lines)
+
+
+def parse_careful(
+    data: bytes, ctx: ParseContext, openmetrics: bool, registry: Registry, meta: Meta
+) -> tuple[list[array[int]], list[array[float]]]:
+    file = ctx.name
+    by_text = registry.by_text
+    keys = registry.keys
+    ts_cols: list[array[int]] = []
+    val_cols: list[array[float]] = []
+    fallback_ms = default_ms(ctx)
+    for first, lines in _chunks(data, file):
+        for lineno, raw in enumerate(lines, first):
+            line = raw.strip()
+            if not line:
+                continue
+            if line[0] == "#":
+                meta.comment(line, file, lineno)
+                continue
+            text, _, rest = line.partition(" ")
+            sid = by_text.get(text)
+            if sid is None or rest[:1] == "{":
+                key, end = scan_series(line, file, lineno)
+                text, rest = line[:end], line[end:]
+                sid = by_text.get(text)
+                if sid is None:
+                    sid = registry.add(text, key)
+            key = keys[sid]
+            if sid == len(ts_cols):
+                ts_cols.append(array("q"))
+                val_cols.append(array("d"))
+            hash_at = rest.find("#")
+            if hash_at != -1:  # an OpenMetrics exemplar follows the sample
+                rest = rest[:hash_at]
+            tokens = rest.split()
+            if not tokens:
+                raise ParseError(
+                    file, lineno, f"truncated line: expected a value after {series_repr(key)}"
+                )
+            if len(tokens) > 2:
+                raise ParseError(
+                    file,
+                    lineno,
+                    f"expected a value and an optional timestamp after {series_repr(key)}, "
+                    f"got {len(tokens)} fields",
+                )
+            value = parse_value(tokens[0], key, file, lineno)
+            if len(tokens) == 2:
+                ts = parse_timestamp(tokens[1], key, openmetrics, file, lineno)
+            elif fallback_ms is None:
+                raise ParseError(
+                    file,
+                    lineno,
+                    f"sample for {series_repr(key)} has no timestamp: expected one, or a "
+                    "default time given for the file",
+                )
+            else:
+                ts = fallback_ms
+            col = ts_cols[sid]
+            if col:
+                check_order(file, lineno, key, col[-1], ts)
+            col.append(ts)
+            val_cols[sid].append(value)
+    return ts_cols, val_cols

@@ -1,0 +1,78 @@
+"""Prometheus text format 0.0.4 and OpenMetrics 1.0 exposition: one or several scrapes.
+
+Pure: bytes in, :class:`ParseResult` out. Every timestamp becomes milliseconds since the epoch
+(UTC). Within one series timestamps must strictly increase in file order; a repeat is a
+duplicate sample and a step back is an error, both reported with the offending line.
+
+A file with a ``# EOF`` line is OpenMetrics: its timestamps are seconds and an undeclared
+family is ``unknown``. Otherwise it is the text format: integer milliseconds, ``untyped``.
+
+Two implementations read the same grammar (:mod:`.grammar`): the bulk path (:mod:`.bulk`),
+fast on the ordinary shape of a scrape, and the careful line-by-line path (:mod:`.careful`),
+which runs whenever the bulk path gives up and names the first bad line.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..text import head_text
+from ..types import ParseContext, ParseResult, SampleBlock
+from .bulk import Bail, gc_paused, parse_bulk
+from .careful import parse_careful
+from .chunks import has_eof_marker
+from .grammar import Meta, Registry, default_type
+
+KIND_EXPOSITION = "prometheus_text"
+
+_SAMPLE_LINE_RE = re.compile(
+    r"[a-zA-Z_:][a-zA-Z0-9_:]*\s*(\{.*\})?\s+[-+]?(?:[0-9.]|Inf|NaN)\S*(\s+[-+]?[0-9.]+)?"
+    r"(\s+#.*)?"
+)
+
+
+def parse_exposition(data: bytes, ctx: ParseContext) -> ParseResult:
+    """Parse Prometheus text format 0.0.4 or OpenMetrics 1.0 (one or several scrapes).
+
+    OpenMetrics is recognised by a ``# EOF`` line; its timestamps are seconds, the text
+    format's are milliseconds. A sample without a timestamp takes ``ctx.default_time``.
+    Returns one SampleBlock per series, with type/unit/help from the metadata lines.
+    """
+    openmetrics = has_eof_marker(data)
+    registry, meta = Registry(), Meta()
+    with gc_paused():
+        try:
+            ts_cols, val_cols = parse_bulk(data, ctx, openmetrics, registry, meta)
+        except Bail:
+            registry, meta = Registry(), Meta()
+            ts_cols, val_cols = parse_careful(data, ctx, openmetrics, registry, meta)
+    result = ParseResult(kind=KIND_EXPOSITION)
+    for key, ts_col, val_col in zip(registry.keys, ts_cols, val_cols, strict=True):
+        block = SampleBlock(key=key, ts_ms=ts_col, values=val_col)
+        meta.fill(block, default_type(openmetrics=openmetrics))
+        result.samples.append(block)
+    if not result.samples:
+        result.warnings.append(f"{ctx.name}: no samples found")
+    return result
+
+
+def looks_like_exposition(name: str, head: bytes) -> bool:
+    """True when the head reads as Prometheus text / OpenMetrics exposition."""
+    lines = [line.strip() for line in head_text(head).splitlines()[:40]]
+    lines = [line for line in lines if line]
+    if not lines:
+        return False
+    complete = lines[:-1] if len(lines) > 1 else lines  # the head may cut the last line
+    meta = samples = 0
+    for line in complete:
+        if line.startswith(("# HELP ", "# TYPE ", "# UNIT ")) or line == "# EOF":
+            meta += 1
+        elif line.startswith("#"):
+            continue
+        elif _SAMPLE_LINE_RE.fullmatch(line):
+            samples += 1
+        else:
+            return False
+    if meta:
+        return True
+    return samples >= 1 and name.lower().endswith((".prom", ".om", ".metrics", ".txt"))

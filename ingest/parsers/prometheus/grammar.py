@@ -1,0 +1,277 @@
+"""The exposition grammar shared by Prometheus text 0.0.4 and OpenMetrics 1.0.
+
+Pure. Series texts (``name{label="value",...}``), sample values and timestamps, and the
+``# HELP`` / ``# TYPE`` / ``# UNIT`` metadata lines, each read with the exact
+:class:`ParseError` for what is wrong. The two dialects differ here only in the unit of a
+timestamp (OpenMetrics: seconds; text: integer milliseconds) and the type of an undeclared
+family; both are passed in by the caller.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from ..series import series_repr
+from ..timestamps import TimeError, default_time, epoch_ms, to_epoch_ms
+from ..types import ParseContext, ParseError, SampleBlock, SeriesKey
+
+_METRIC_NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+_LABEL_NAME_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+
+_TYPES = frozenset(
+    {"counter", "gauge", "histogram", "summary", "untyped"}
+    | {"unknown", "gaugehistogram", "stateset", "info"}  # OpenMetrics only
+)
+# Sample-name suffixes a family of each type may carry (OpenMetrics names the family without them).
+_SUFFIXES: dict[str, tuple[str, ...]] = {
+    "counter": ("_total", "_created"),
+    "histogram": ("_bucket", "_sum", "_count", "_created"),
+    "summary": ("_sum", "_count", "_created"),
+    "gaugehistogram": ("_bucket", "_gsum", "_gcount"),
+    "info": ("_info",),
+}
+
+
+def default_ms(ctx: ParseContext) -> int | None:
+    """``ctx.default_time`` (naive: in ``ctx.tz``) in milliseconds, for samples without one."""
+    given = default_time(ctx)
+    return None if given is None else to_epoch_ms(given)
+
+
+def _skip_blanks(text: str, pos: int) -> int:
+    n = len(text)
+    while pos < n and text[pos] in " \t":
+        pos += 1
+    return pos
+
+
+def _scan_labels(text: str, pos: int, file: str, line: int) -> tuple[list[tuple[str, str]], int]:
+    """Parse ``{k="v",...}`` starting at the ``{`` at ``pos``; return the pairs and the end."""
+    n = len(text)
+    pos += 1
+    labels: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    while True:
+        pos = _skip_blanks(text, pos)
+        if pos >= n:
+            raise ParseError(file, line, "truncated label set: expected '}' to close it")
+        if text[pos] == "}":
+            return labels, pos + 1
+        match = _LABEL_NAME_RE.match(text, pos)
+        if match is None:
+            raise ParseError(
+                file,
+                line,
+                f"malformed label set: expected a label name or '}}' at column {pos + 1}, "
+                f"got {text[pos : pos + 10]!r}",
+            )
+        name = match.group()
+        pos = _skip_blanks(text, match.end())
+        if pos >= n or text[pos] != "=":
+            raise ParseError(file, line, f"malformed label set: expected '=' after label {name!r}")
+        pos = _skip_blanks(text, pos + 1)
+        if pos >= n or text[pos] != '"':
+            raise ParseError(
+                file,
+                line,
+                f"malformed label set: expected '\"' to open the value of label {name!r}",
+            )
+        pos += 1
+        parts: list[str] = []
+        while True:
+            quote = text.find('"', pos)
+            if quote == -1:
+                raise ParseError(
+                    file, line, f"truncated value of label {name!r}: expected a closing '\"'"
+                )
+            slash = text.find("\\", pos, quote)
+            if slash == -1:
+                parts.append(text[pos:quote])
+                pos = quote + 1
+                break
+            parts.append(text[pos:slash])
+            escaped = text[slash + 1 : slash + 2]
+            if escaped == "\\":
+                parts.append("\\")
+            elif escaped == '"':
+                parts.append('"')
+            elif escaped == "n":
+                parts.append("\n")
+            else:
+                raise ParseError(
+                    file,
+                    line,
+                    f"bad escape '\\{escaped}' in the value of label {name!r}: "
+                    'expected \\\\, \\" or \\n',
+                )
+            pos = slash + 2
+        if name in seen:
+            raise ParseError(file, line, f"malformed label set: label {name!r} given twice")
+        seen.add(name)
+        labels.append((name, "".join(parts)))
+        pos = _skip_blanks(text, pos)
+        if pos >= n:
+            raise ParseError(file, line, "truncated label set: expected '}' to close it")
+        if text[pos] == ",":
+            pos += 1
+        elif text[pos] != "}":
+            raise ParseError(
+                file, line, f"malformed label set: expected ',' or '}}' after label {name!r}"
+            )
+
+
+def scan_series(text: str, file: str, line: int) -> tuple[SeriesKey, int]:
+    """Parse the metric name and optional label set at the start of ``text``.
+
+    Returns the key (labels sorted) and the index just past the series text.
+    """
+    match = _METRIC_NAME_RE.match(text)
+    name = match.group() if match else ""
+    end = match.end() if match else 0
+    brace = _skip_blanks(text, end)
+    if brace < len(text) and text[brace] == "{":
+        pairs, end = _scan_labels(text, brace, file, line)
+        labels = dict(pairs)
+        if not name:
+            if "__name__" not in labels:
+                raise ParseError(
+                    file, line, "expected a metric name before '{' or a __name__ label"
+                )
+            name = labels.pop("__name__")
+            if not _METRIC_NAME_RE.fullmatch(name):
+                raise ParseError(file, line, f"expected a valid metric name, got {name!r}")
+        elif "__name__" in labels:
+            raise ParseError(file, line, f"metric name given twice: {name!r} and a __name__ label")
+        return SeriesKey(name, tuple(sorted(labels.items()))), end
+    if not name:
+        raise ParseError(file, line, f"expected a metric name, got {text[:40]!r}")
+    if end < len(text) and not text[end].isspace():
+        raise ParseError(
+            file, line, f"expected '{{' or a space after metric name {name!r}, got {text[end]!r}"
+        )
+    return SeriesKey(name), end
+
+
+def parse_value(token: str, key: SeriesKey, file: str, line: int) -> float:
+    try:
+        if "_" in token:
+            raise ValueError(token)
+        return float(token)
+    except ValueError:
+        raise ParseError(
+            file,
+            line,
+            f"bad number for {series_repr(key)}: expected a float (or NaN, +Inf, -Inf), "
+            f"got {token!r}",
+        ) from None
+
+
+def parse_timestamp(token: str, key: SeriesKey, openmetrics: bool, file: str, line: int) -> int:
+    number: int | float
+    try:
+        if "_" in token:
+            raise ValueError(token)
+        number = float(token) if openmetrics else int(token)
+        if isinstance(number, float) and not math.isfinite(number):
+            raise ValueError(token)
+    except ValueError:
+        unit = "seconds (OpenMetrics)" if openmetrics else "integer milliseconds"
+        raise ParseError(
+            file,
+            line,
+            f"bad timestamp for {series_repr(key)}: expected {unit}, got {token!r}",
+        ) from None
+    try:
+        return epoch_ms(number, "s" if openmetrics else "ms")
+    except TimeError as exc:
+        raise ParseError(file, line, f"bad timestamp for {series_repr(key)}: {exc}") from None
+
+
+_HELP_ESCAPE_RE = re.compile(r"\\(.)")
+
+
+def _unescape_help(match: re.Match[str]) -> str:
+    char = match.group(1)
+    return "\n" if char == "n" else char if char == "\\" else match.group(0)
+
+
+def default_type(*, openmetrics: bool) -> str:
+    """The type of a family no ``# TYPE`` line declares."""
+    return "unknown" if openmetrics else "untyped"
+
+
+class Meta:
+    """HELP/TYPE/UNIT metadata by family name; the first statement for a name wins."""
+
+    def __init__(self) -> None:
+        self.type: dict[str, str] = {}
+        self.help: dict[str, str] = {}
+        self.unit: dict[str, str] = {}
+
+    def comment(self, line: str, file: str, lineno: int) -> None:
+        parts = line[1:].split(None, 2)
+        if not parts or parts[0] not in ("HELP", "TYPE", "UNIT"):
+            return  # "# EOF" and free comments carry no metadata
+        keyword = parts[0]
+        if len(parts) < 2:
+            raise ParseError(
+                file, lineno, f"truncated line: expected a metric name after # {keyword}"
+            )
+        name = parts[1]
+        if not _METRIC_NAME_RE.fullmatch(name):
+            raise ParseError(
+                file, lineno, f"expected a metric name after # {keyword}, got {name!r}"
+            )
+        rest = parts[2].strip() if len(parts) == 3 else ""
+        if keyword == "HELP":
+            self.help.setdefault(name, _HELP_ESCAPE_RE.sub(_unescape_help, rest))
+        elif keyword == "UNIT":
+            self.unit.setdefault(name, rest)
+        else:
+            if rest not in _TYPES:
+                raise ParseError(
+                    file,
+                    lineno,
+                    f"expected a metric type after '# TYPE {name}' "
+                    f"({', '.join(sorted(_TYPES))}), got {rest!r}",
+                )
+            self.type.setdefault(name, rest)
+
+    def family(self, name: str) -> str | None:
+        if name in self.type or name in self.help or name in self.unit:
+            return name
+        for typ, suffixes in _SUFFIXES.items():
+            for suffix in suffixes:
+                if name.endswith(suffix):
+                    base = name[: -len(suffix)]
+                    if self.type.get(base) == typ:
+                        return base
+        return None
+
+    def fill(self, block: SampleBlock, default_type: str) -> None:
+        family = self.family(block.key.name)
+        if family is None:
+            block.type = default_type
+            return
+        block.type = self.type.get(family, default_type)
+        block.help = self.help.get(family, "")
+        block.unit = self.unit.get(family, "")
+
+
+class Registry:
+    """Series text -> series id; texts naming the same series (label order, spacing) share one."""
+
+    def __init__(self) -> None:
+        self.by_text: dict[str, int] = {}
+        self.by_masked: dict[str, int] = {}  # texts with spaces masked by NUL (bulk path)
+        self.by_key: dict[SeriesKey, int] = {}
+        self.keys: list[SeriesKey] = []
+
+    def add(self, text: str, key: SeriesKey) -> int:
+        sid = self.by_key.get(key)
+        if sid is None:
+            sid = self.by_key[key] = len(self.keys)
+            self.keys.append(key)
+        self.by_text[text] = sid
+        return sid

@@ -1,0 +1,203 @@
+"""Times, read one way by every parser.
+
+Pure (no Django, no I/O). Every function returns aware UTC datetimes (or integer milliseconds
+since the Unix epoch) and raises :class:`TimeError` for what it cannot read; a parser turns that
+into a ``ParseError`` at the file and line it was reading (:func:`default_time`, which reads the
+parser's context, raises the ``ParseError`` itself).
+
+The rules, the same for every format:
+
+* a time with a zone (``Z``, ``UTC``, ``+08:00``, ``-0800``) means that zone;
+* a time without one is a wall-clock reading in the zone the parser was given (the bundle's
+  ``timezone``, UTC by default). Around a daylight-saving change a wall-clock reading can name
+  two moments (clocks went back: it happened twice) or none (clocks jumped over it). Both raise
+  :class:`LocalTimeError`, naming the offsets: the file has to say which it means, because a
+  guess would silently move evidence by an hour;
+* the default time a caller gives for records that carry none follows the same rule;
+* epoch numbers are read in the unit the format defines (seconds, milliseconds or
+  microseconds), never guessed from their size, and must fall in the years 1 to 9999.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from typing import Literal
+
+from .types import ParseContext, ParseError
+
+UTC = dt.UTC
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
+ONE_MS = dt.timedelta(milliseconds=1)
+
+# The moments a datetime can hold; a number outside them is no time at all.
+MIN_MS = (dt.datetime.min.replace(tzinfo=UTC) - EPOCH) // ONE_MS
+MAX_MS = (dt.datetime.max.replace(tzinfo=UTC) - EPOCH) // ONE_MS
+
+EpochUnit = Literal["s", "ms", "us"]
+_PER_SECOND: dict[str, int] = {"s": 1, "ms": 1000, "us": 1_000_000}
+_UNIT_WORDS: dict[str, str] = {"s": "seconds", "ms": "milliseconds", "us": "microseconds"}
+
+
+class TimeError(ValueError):
+    """Text or a number that is not a time; the message says what was expected."""
+
+
+class LocalTimeError(TimeError):
+    """A wall-clock time that names no single moment in its zone (a daylight-saving change)."""
+
+
+def zone_name(tz: dt.tzinfo) -> str:
+    """``America/Los_Angeles`` for a zoneinfo zone, ``UTC-08:00`` for a fixed offset."""
+    key = getattr(tz, "key", None)
+    return key if isinstance(key, str) else str(tz)
+
+
+def in_zone(when: dt.datetime, tz: dt.tzinfo) -> dt.datetime:
+    """``when`` as aware UTC; a naive ``when`` is a wall-clock time in ``tz``.
+
+    Raises :class:`LocalTimeError` when that wall-clock time happens twice in ``tz`` or not at
+    all (see the module docstring).
+    """
+    if when.tzinfo is not None and when.utcoffset() is not None:
+        return when.astimezone(UTC)
+    naive = when.replace(tzinfo=None, fold=0)
+    earlier = naive.replace(tzinfo=tz)
+    later = naive.replace(tzinfo=tz, fold=1)
+    before, after = earlier.utcoffset(), later.utcoffset()
+    if before != after:
+        shown = naive.isoformat(sep=" ")
+        zone = zone_name(tz)
+        if earlier.astimezone(UTC).astimezone(tz).replace(tzinfo=None) == naive:
+            raise LocalTimeError(
+                f"{shown} happens twice in {zone} (clocks go back from UTC{_offset(before)} to "
+                f"UTC{_offset(after)}); expected a time with a UTC offset"
+            )
+        raise LocalTimeError(
+            f"{shown} does not exist in {zone} (clocks jump from UTC{_offset(before)} to "
+            f"UTC{_offset(after)} over it); expected a time that exists there, or a UTC offset"
+        )
+    return earlier.astimezone(UTC)
+
+
+def default_time(ctx: ParseContext) -> dt.datetime | None:
+    """The time given for records that carry none (``ctx.default_time``; naive means
+    ``ctx.tz``) as aware UTC, or None when the caller gave none.
+
+    A ParseError for the file when it names no single moment (see :func:`in_zone`).
+    """
+    if ctx.default_time is None:
+        return None
+    try:
+        return in_zone(ctx.default_time, ctx.tz)
+    except LocalTimeError as exc:
+        raise ParseError(ctx.name, 0, f"the default time: {exc}") from None
+
+
+def _offset(delta: dt.timedelta | None) -> str:
+    minutes = int((delta or dt.timedelta()).total_seconds()) // 60
+    sign = "-" if minutes < 0 else "+"
+    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def wall_clock(
+    year: int,
+    month: int,
+    day: int,
+    hour: int = 0,
+    minute: int = 0,
+    second: int = 0,
+    microsecond: int = 0,
+    *,
+    tz: dt.tzinfo,
+) -> dt.datetime:
+    """A reading of the clock in ``tz`` (fields as a log prints them) as aware UTC.
+
+    Raises :class:`TimeError` for fields that make no date (``2026-11-31``) and
+    :class:`LocalTimeError` as :func:`in_zone` does.
+    """
+    try:
+        naive = dt.datetime(year, month, day, hour, minute, second, microsecond)  # noqa: DTZ001
+    except ValueError as exc:
+        raise TimeError(f"{exc}; expected a real date and time") from None
+    return in_zone(naive, tz)
+
+
+def parse_offset(text: str) -> dt.tzinfo:
+    """A zone written after a time: ``Z``, ``UTC``, ``+08:00``, ``-0800`` or ``+08``."""
+    text = text.strip()
+    if text in ("Z", "z", "UTC"):
+        return UTC
+    digits = text[1:].replace(":", "")
+    if text[:1] not in ("+", "-") or len(digits) not in (2, 4) or not digits.isdigit():
+        raise TimeError(f"expected a UTC offset such as +08:00 or Z, got {text!r}")
+    offset = dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
+    if offset >= dt.timedelta(hours=24):
+        raise TimeError(f"expected a UTC offset under 24 hours, got {text!r}")
+    return dt.timezone(-offset if text[0] == "-" else offset)
+
+
+def parse_iso(text: str, tz: dt.tzinfo) -> dt.datetime:
+    """An ISO 8601 date or date-time (``T`` or a space, ``Z`` or an offset) as aware UTC.
+
+    A time without a zone is a wall-clock time in ``tz`` (see :func:`in_zone`).
+    """
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise TimeError(
+            f"expected an ISO 8601 time such as 2026-11-20T08:00:00-08:00, got {text!r}"
+        ) from None
+    return in_zone(when, tz)
+
+
+def from_epoch(value: int | float, unit: EpochUnit) -> dt.datetime:
+    """A number of seconds, milliseconds or microseconds since 1970-01-01 UTC, as aware UTC."""
+    _check_epoch(value, unit)
+    per_second = _PER_SECOND[unit]
+    try:
+        if isinstance(value, int):  # exact: no trip through a float
+            return EPOCH + dt.timedelta(microseconds=value * (1_000_000 // per_second))
+        return dt.datetime.fromtimestamp(value / per_second, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        raise _out_of_range(value, unit) from None
+
+
+def epoch_ms(value: int | float, unit: EpochUnit) -> int:
+    """A number since 1970-01-01 UTC in ``unit``, as whole milliseconds (floats round to the
+    nearest millisecond, integers are cut to theirs)."""
+    _check_epoch(value, unit)
+    if isinstance(value, float):
+        ms = round(value * 1000 / _PER_SECOND[unit])
+    else:
+        ms = value * 1000 // _PER_SECOND[unit]
+    if not MIN_MS <= ms <= MAX_MS:
+        raise _out_of_range(value, unit)
+    return ms
+
+
+def _check_epoch(value: int | float, unit: EpochUnit) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise TimeError(f"expected a number of {_UNIT_WORDS[unit]} since 1970, got {value!r}")
+
+
+def _out_of_range(value: int | float, unit: EpochUnit) -> TimeError:
+    return TimeError(
+        f"{value!r} {_UNIT_WORDS[unit]} since 1970 is outside the years 1 to 9999; "
+        f"expected a time in {_UNIT_WORDS[unit]} since 1970"
+    )
+
+
+def to_epoch_ms(when: dt.datetime) -> int:
+    """An aware datetime as whole milliseconds since the epoch (earlier sub-milliseconds cut)."""
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise ValueError("to_epoch_ms needs an aware datetime")
+    return (when - EPOCH) // ONE_MS
+
+
+def ms_iso(ts_ms: int) -> str:
+    """Milliseconds since the epoch as ISO 8601 UTC (``...Z``), for messages."""
+    try:
+        return (EPOCH + ts_ms * ONE_MS).isoformat().replace("+00:00", "Z")
+    except OverflowError:
+        return f"{ts_ms} ms"
