@@ -94,3 +94,18 @@ def test_an_operators_mark_wins_over_the_bundles(team, tmp_path):
     )
     incident.refresh_from_db()
     assert (incident.last_good_at, incident.first_bad_at) == (operator, FIRST_BAD)
+
+
+@pytest.mark.django_db
+def test_marks_that_contradict_each_other_refuse_the_bundle_whole(team, tmp_path):
+    from django.core.management.base import CommandError
+
+    from timeline.models import Artifact
+
+    bundle = _bundle(tmp_path / "marked")
+    toml = TOML.replace("last_good = 2026-11-20T12:00:00", "last_good = 2026-11-20T18:00:00")
+    (bundle / "incident.toml").write_text(toml, encoding="utf-8")
+    with pytest.raises(CommandError, match=r"incident.toml: marks.first_bad: .*before"):
+        call_command("ingest", str(bundle), incident="marked", team=team.name, stdout=StringIO())
+    assert not Incident.objects.filter(slug="marked").exists()
+    assert not Artifact.objects.exists() and not AuditEntry.objects.exists()
