@@ -128,3 +128,23 @@ def test_one_series_in_two_blocks_of_one_load_is_stored_once(incident) -> None:
     ).values()
     assert got_ts.tolist() == ts.tolist()
     assert values.tolist() == [1.0] * 80 + [2.0] * 40
+
+
+def test_the_binary_forms_need_no_database() -> None:
+    """packing holds the Postgres epoch and the byte layouts that every layer converts
+    through, so it stays importable and testable without Django."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(packing.__file__).read_text(encoding="utf-8"))
+    roots = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    } | {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert roots <= {"__future__", "collections", "dataclasses", "datetime", "numpy", "struct"}
