@@ -22,7 +22,6 @@ from django.db import transaction
 from ingest import sniff
 from ingest.clients import git as git_client
 from ingest.services import IngestError, archives, storage
-from timeline.choices import RunStatus
 from timeline.models import Artifact, Incident
 
 IGNORED_NAMES = {"incident.toml", ".DS_Store", "README.md", "README", "README.txt"}
@@ -42,7 +41,6 @@ class BundleSettings:
 class RegisterOutcome:
     artifacts: list[Artifact] = field(default_factory=list)
     created: list[Artifact] = field(default_factory=list)
-    unrecognised: list[str] = field(default_factory=list)
     settings: BundleSettings = field(default_factory=BundleSettings)
 
 
@@ -165,8 +163,6 @@ def path_register(
         outcome.artifacts.append(artifact)
         if created:
             outcome.created.append(artifact)
-        if artifact.status == RunStatus.FAILED and not artifact.kind:
-            outcome.unrecognised.append(artifact.name)
 
     if path.is_file():
         _add(

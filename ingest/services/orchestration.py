@@ -79,7 +79,6 @@ class IngestOutcome:
     incident_created: bool = False
     artifacts: list[Artifact] = field(default_factory=list)
     created: list[Artifact] = field(default_factory=list)
-    unrecognised: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # whole files refused, with the reason
     marks: list[str] = field(default_factory=list)  # marks set from incident.toml
     queued: list[Artifact] = field(default_factory=list)
@@ -95,8 +94,6 @@ class IngestOutcome:
         self.artifacts.append(artifact)
         if created:
             self.created.append(artifact)
-        if artifact.status == RunStatus.FAILED and not artifact.kind:
-            self.unrecognised.append(artifact.name)
 
 
 def bundle_ingest(
@@ -196,7 +193,7 @@ def records_ingest(
     return artifact
 
 
-def queued_follow(
+def ingest_follow(
     *,
     outcome: IngestOutcome,
     timeout: float,

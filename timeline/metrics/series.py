@@ -28,8 +28,8 @@ class SeriesSpec(NamedTuple):
 
 
 def _key(name: str, labels: Any) -> _Key:
-    pairs = labels.items() if isinstance(labels, Mapping) else labels
-    return name, tuple(sorted((str(k), str(v)) for k, v in pairs))
+    """Name and sorted label pairs (through a dict, as the row stores them: one value a name)."""
+    return name, tuple(sorted((str(k), str(v)) for k, v in dict(labels).items()))
 
 
 def series_ids_for(

@@ -97,7 +97,7 @@ class Command(BaseCommand):
             bar.refresh()
 
         try:
-            orchestration.queued_follow(
+            orchestration.ingest_follow(
                 outcome=outcome, timeout=timeout, analyze=analyze, on_progress=progress
             )
         except IngestError as exc:

@@ -62,7 +62,7 @@ class Command(BaseCommand):
             if outcome.queue_error:
                 raise CommandError(f"the work queue is unavailable ({outcome.queue_error})")
             if worker:
-                orchestration.queued_follow(outcome=outcome, timeout=600.0)
+                orchestration.ingest_follow(outcome=outcome, timeout=600.0)
         except IngestError as exc:
             raise CommandError(str(exc)) from None
         for a in outcome.failed:
