@@ -3,6 +3,7 @@
 
 - ``orchestration``: bundle_ingest / files_ingest / records_ingest: register, apply the
   bundle's marks, load (here or on the workers), then ask for an analysis.
+- ``workers``: loads queued on Celery by id, what a worker does with one, waiting for them.
 - ``storage``: uploads kept under UPLOAD_ROOT by their sha256, registered as artifacts.
 - ``archives``: .zip / .tar.gz extraction within safety limits.
 - ``bundles``: a bundle directory walked into artifacts; incident.toml read.
