@@ -25,7 +25,6 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/timeline"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
-PG_EPOCH_MS = 946_684_800_000  # 2000-01-01T00:00:00Z
 FLEET_START_MS = 1_795_564_800_000  # 2026-11-25T00:00:00Z
 NODES = 8
 GPUS = 8
@@ -169,29 +168,25 @@ def copy_samples(
     the baselines that replay the original readers read it."""
     from django.db import connection, transaction
 
-    from ingest.loaders import SampleWriter
-    from timeline import samples
+    from timeline.metrics.packing import COPY_HEADER, COPY_TRAILER
+    from timeline.metrics.writer import samples_write, statistics_refresh
 
     with transaction.atomic(), connection.cursor() as cur:
-        writer = SampleWriter()
-        samples.copy_chunks(cur.cursor, writer.prepare(rows_by_series))
-        total = writer.finish()
-        cur.execute("ANALYZE timeline_samplechunk")
-        cur.execute("ANALYZE timeline_samplerollup")
+        total = samples_write(rows_by_series)
+        statistics_refresh()
         if rows_table:
             create_rows_table(cur, ROWS_TABLE)
             with cur.cursor.copy(
                 f"COPY {ROWS_TABLE} (series_id, ts, value) FROM STDIN (FORMAT BINARY)"
             ) as copy:
-                copy.write(_ROWS_HEADER)
+                copy.write(COPY_HEADER)
                 for series_id, ts, values in rows_by_series:
                     copy.write(row_tuples(series_id, ts, values))
-                copy.write(b"\xff\xff")
+                copy.write(COPY_TRAILER)
             cur.execute(f"ANALYZE {ROWS_TABLE}")
     return total
 
 
-_ROWS_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
 _ROW = np.dtype(
     [
         ("nfields", ">i2"),
@@ -216,11 +211,13 @@ def create_rows_table(cur: object, name: str) -> None:
 
 def row_tuples(series_id: int, ts_ms: np.ndarray, values: np.ndarray) -> bytes:
     """One series' samples as binary COPY tuples of (series_id, ts, value)."""
+    from timeline.metrics.packing import pg_us
+
     rows = np.empty(len(ts_ms), dtype=_ROW)
     rows["nfields"] = 3
     rows["l1"] = rows["l2"] = rows["l3"] = 8
     rows["series"] = series_id
-    rows["ts"] = (ts_ms - 946_684_800_000) * 1000
+    rows["ts"] = pg_us(ts_ms)
     rows["value"] = values
     return rows.tobytes()
 

@@ -229,8 +229,9 @@ def main() -> None:
     args = parser.parse_args()
     _common.setup("correlate", time_limit=args.time_limit)
 
-    from timeline import analysis, samples
+    from timeline import analysis
     from timeline.correlation import engine
+    from timeline.metrics import reader
     from timeline.models import Finding, Incident
 
     _, _, incident = _common.team_user_incident("correlate-bench")
@@ -240,7 +241,7 @@ def main() -> None:
         n_samples = _common.load_fleet_metrics(incident, args.scrapes, wedge_at_s, rows_table=True)
     with _common.timed("COPY events"):
         n_events = load_events(incident, args.events, args.scrapes, wedge_at_s)
-    assert samples.count() == n_samples
+    assert reader.samples_count() == n_samples
     print(f"  {n_events:,} events, {n_samples:,} samples")
 
     print(f"\ntimings (best of {args.repeat})")

@@ -180,9 +180,9 @@ def bench_load(path: Path, data: bytes, url: str) -> dict[str, float]:
     import numpy as np
     from django.db import connection
 
-    from ingest import services
-    from timeline import samples
+    from ingest.services import loading, storage
     from timeline.choices import RunStatus
+    from timeline.metrics import packing, reader
     from timeline.models import Series
 
     print("\n(b) full ingest vs psql \\copy")
@@ -191,12 +191,12 @@ def bench_load(path: Path, data: bytes, url: str) -> dict[str, float]:
     with connection.cursor() as cur:
         cur.execute("CHECKPOINT")
     started = time.perf_counter()
-    artifact, created = services.artifact_register_bytes(
+    artifact, created = storage.artifact_register_bytes(
         incident=incident, name="scrapes.prom", data=data
     )
     registered = time.perf_counter() - started
     assert created and artifact.kind == "prometheus_text", artifact.kind
-    done = services.artifact_ingest(artifact_id=artifact.pk)
+    done = loading.artifact_ingest(artifact_id=artifact.pk)
     times["ingest"] = time.perf_counter() - started
     assert done.status == RunStatus.DONE, done.error
     how = (
@@ -205,13 +205,13 @@ def bench_load(path: Path, data: bytes, url: str) -> dict[str, float]:
         else f"parse {done.counts['parse_seconds']:.3f} s then load"
     )
     print(f"  ingest: register {registered:.3f} s, {how}, total {times['ingest']:.3f} s")
-    n = samples.count()
+    n = reader.samples_count()
     print(f"  ingested {n:,} samples into {Series.objects.count()} series")
 
     # The same rows as CSV, series by series in time order (the order a COPY loads fastest).
     csv_path = path.with_suffix(".csv")
     series_ids = list(Series.objects.order_by("id").values_list("id", flat=True))
-    stored = samples.read(series_ids)
+    stored = reader.samples_read(series_ids)
     with open(csv_path, "w", buffering=1 << 22) as out:
         for series_id in series_ids:
             stamps_ms, values = stored[series_id]
@@ -253,7 +253,7 @@ def bench_load(path: Path, data: bytes, url: str) -> dict[str, float]:
         copied = 0
         for series_id, raw_ts, raw_values, count in cur.fetchall():
             want_ts, want_values = stored[series_id]
-            got_ts, got_values = samples.decode_ms(bytes(raw_ts), bytes(raw_values))
+            got_ts, got_values = packing.decode_ms(bytes(raw_ts), bytes(raw_values))
             assert np.array_equal(got_ts, want_ts), series_id
             assert np.array_equal(got_values, want_values, equal_nan=True), series_id
             copied += count

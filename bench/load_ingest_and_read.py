@@ -267,13 +267,13 @@ def wait_ingested(incident_ids: list[int], expected_artifacts: int, timeout: flo
 
 
 def actual_rows(incident_ids: list[int]) -> dict[str, Any]:
-    from timeline import samples
     from timeline.choices import RunStatus
+    from timeline.metrics import reader
     from timeline.models import Artifact, Event, Series
 
     return {
         "events": Event.objects.filter(incident_id__in=incident_ids).count(),
-        "samples": samples.count(
+        "samples": reader.samples_count(
             list(Series.objects.filter(incident_id__in=incident_ids).values_list("pk", flat=True))
         ),
         "series": Series.objects.filter(incident_id__in=incident_ids).count(),

@@ -288,7 +288,7 @@ def main() -> None:
     args = parser.parse_args()
     _common.setup("timeline", time_limit=args.time_limit)
 
-    from timeline import samples
+    from timeline.metrics import reader
 
     _, user, incident = _common.team_user_incident("timeline-bench")
     print("loading")
@@ -296,7 +296,7 @@ def main() -> None:
         n = _common.load_fleet_metrics(
             incident, args.seconds, int(args.seconds * 0.85), rows_table=True
         )
-    assert samples.count() == n
+    assert reader.samples_count() == n
     sel = bench_selector(incident, args.seconds, 3)
     client = bench_client(user, incident.slug, args.seconds, args.repeat)
     load = load_run(

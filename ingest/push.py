@@ -1,7 +1,8 @@
 """Push ingest: events, config changes and harness runs posted by a harness or CI job.
 
 Each push is one artifact (sha256 of its body, so posting the same body twice adds nothing),
-validated in full and loaded in one transaction, like a file.
+validated in full here, then loaded in one transaction like a file
+(ingest.services.orchestration.records_ingest).
 """
 
 from __future__ import annotations
@@ -12,21 +13,19 @@ import json
 import secrets
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
 from evidence.vocabulary import EventKind, Lane, Scope, Source
-from ingest import loaders
 from ingest.parsers import harness
 from ingest.parsers.types import (
     ConfigChangeRecord,
     EventRecord,
     ParseContext,
     ParseError,
+    ParseResult,
 )
-from timeline.choices import RunStatus
+from ingest.services import orchestration
 from timeline.models import ApiToken, Artifact, Incident, Team
-from timeline.services import analysis_request
 
 MAX_ITEMS = 10_000
 PUSH_KINDS = ("events", "config-changes", "harness-runs")
@@ -187,40 +186,19 @@ def push_ingest(*, incident: Incident, kind: str, body: bytes, user: Any = None)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         line = getattr(exc, "lineno", 0)
         raise PushError(f"body line {line}: not valid JSON ({exc})") from None
-    digest = hashlib.sha256(kind.encode() + b"\0" + body).hexdigest()
-    existing = Artifact.objects.filter(incident=incident, sha256=digest).first()
-    if existing is not None:
-        return existing
     name = f"api:{kind}"
-    events: list[EventRecord] = []
-    changes: list[ConfigChangeRecord] = []
+    result = ParseResult(kind=f"api_{kind.replace('-', '_')}")
     if kind == "events":
-        events = _events(payload)
+        result.events = _events(payload)
     elif kind == "config-changes":
-        changes = _changes(payload)
+        result.config_changes = _changes(payload)
     else:
-        events = _harness(payload, name)
-    with transaction.atomic():
-        artifact, created = Artifact.objects.get_or_create(
-            incident=incident,
-            sha256=digest,
-            defaults={
-                "name": name,
-                "kind": f"api_{kind.replace('-', '_')}",
-                "size": len(body),
-                "status": RunStatus.RUNNING,
-                "started_at": timezone.now(),
-                "uploaded_by": user if getattr(user, "is_authenticated", False) else None,
-            },
-        )
-        if not created:
-            return artifact
-        ids = loaders.load_events(incident, artifact, events)
-        n_changes = loaders.load_config_changes(incident, artifact, changes)
-        artifact.status = RunStatus.DONE
-        artifact.progress = 1.0
-        artifact.finished_at = timezone.now()
-        artifact.counts = {"events": len(ids), "config_changes": n_changes, "samples": 0}
-        artifact.save()
-        analysis_request(incident_id=incident.pk)
-    return artifact
+        result.events = _harness(payload, name)
+    return orchestration.records_ingest(
+        incident=incident,
+        name=name,
+        digest=hashlib.sha256(kind.encode() + b"\0" + body).hexdigest(),
+        size=len(body),
+        result=result,
+        user=user,
+    )

@@ -5,9 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import OperationalError
 
-from ingest import services
-from timeline.choices import RunStatus
-from timeline.services import analysis_request
+from ingest.services import workers
 
 
 @shared_task(
@@ -19,6 +17,4 @@ from timeline.services import analysis_request
 )
 def ingest_artifact(artifact_id: int, analyze: bool = True) -> None:
     """Load one artifact, then ask for a fresh analysis of its incident."""
-    artifact = services.artifact_ingest(artifact_id=artifact_id)
-    if analyze and artifact.status == RunStatus.DONE:
-        analysis_request(incident_id=artifact.incident_id)
+    workers.artifact_load(artifact_id=artifact_id, analyze=analyze)

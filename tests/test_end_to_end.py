@@ -8,9 +8,9 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from timeline import samples
 from timeline.choices import FindingKind, RunStatus
 from timeline.correlation.weights import WEIGHTS_VERSION, weights
+from timeline.metrics import reader
 from timeline.models import Analysis, Artifact, ConfigChange, Event, Incident, Series
 
 CULPRIT = "SGLANG_SM120_MMA_TARGET_CTAS"
@@ -21,7 +21,9 @@ def _counts(incident: Incident) -> tuple[int, int, int, int]:
         Artifact.objects.filter(incident=incident).count(),
         Event.objects.filter(incident=incident).count(),
         ConfigChange.objects.filter(incident=incident).count(),
-        samples.count(list(Series.objects.filter(incident=incident).values_list("pk", flat=True))),
+        reader.samples_count(
+            list(Series.objects.filter(incident=incident).values_list("pk", flat=True))
+        ),
     )
 
 
@@ -126,3 +128,16 @@ def test_a_refused_registration_leaves_no_incident_behind(team, tmp_path, settin
             stderr=StringIO(),
         )
     assert not Incident.objects.filter(slug="new-one").exists()
+
+
+@pytest.mark.django_db
+def test_demo_without_a_worker_loads_and_analyses_the_sample(team, settings, tmp_path):
+    settings.BASE_DIR = tmp_path  # the sample bundle is written under .data there
+    out = StringIO()
+    call_command("demo", no_worker=True, password="demo-pass", stdout=out, stderr=StringIO())
+    incident = Incident.objects.get(slug="dsv4-wedge")
+    assert incident.team.name == "Inference"
+    assert not Artifact.objects.filter(incident=incident).exclude(status=RunStatus.DONE).exists()
+    analysis = Analysis.objects.get(incident=incident, status=RunStatus.DONE)
+    assert analysis.result["suspects"][0]["key"] == CULPRIT
+    assert "Log in as  demo / demo-pass" in out.getvalue()

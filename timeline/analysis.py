@@ -15,7 +15,6 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from evidence.vocabulary import EventKind
-from timeline import samples
 from timeline.choices import FindingKind, RunStatus
 from timeline.correlation import engine
 from timeline.correlation import weights as correlation_weights
@@ -30,6 +29,7 @@ from timeline.correlation.types import (
     Result,
     Series,
 )
+from timeline.metrics import reader
 from timeline.models import Analysis, ConfigChange, Finding, Incident
 
 # Series the engine reads (wedge detection, load); everything else stays in the database.
@@ -125,7 +125,6 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
 
 
 _UNIX_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_PG_EPOCH_US = 946_684_800_000_000  # 2000-01-01T00:00:00Z, the zero of binary timestamps
 
 
 def _from_us(us: int) -> dt.datetime:
@@ -167,13 +166,10 @@ def _attr_score(text: str | None, json_type: str | None) -> float | None:
 
 
 def _load_series(incident: Incident) -> tuple[Series, ...]:
-    """The engine's series with all their samples.
-
-    Each series comes back as one row: its hourly chunks concatenated by the server into two
-    bytea strings (big-endian int8 microseconds since 2000, and float8) that numpy reads with
-    no Python object per sample. The series of one scrape target share their timestamps, so
-    each distinct timestamp column becomes datetimes once and the tuple is shared (the engine
-    then converts it back once too).
+    """The engine's series with all their samples (timeline.metrics reads them as numpy
+    arrays, with no Python object per sample). The series of one scrape target share their
+    timestamps, so each distinct timestamp column becomes datetimes once and the tuple is
+    shared (the engine then converts it back once too).
     """
     with connection.cursor() as cur:
         cur.execute(
@@ -184,20 +180,20 @@ def _load_series(incident: Incident) -> tuple[Series, ...]:
         series_rows = cur.fetchall()
         if not series_rows:
             return ()
-    packed = samples.read_packed([row[0] for row in series_rows])
+    stored = reader.samples_read([row[0] for row in series_rows])
     shared: dict[bytes, tuple[dt.datetime, ...]] = {}
     out = []
     for series_id, name, labels in series_rows:
-        if series_id not in packed:
+        if series_id not in stored:
             continue
-        ts_us, values = samples.decode_us(*packed[series_id])
-        if ts_us.size > 1 and not (ts_us[1:] > ts_us[:-1]).all():
-            order = np.argsort(ts_us, kind="stable")
-            ts_us, values = ts_us[order], values[order]
-        key = ts_us.tobytes()
+        ts_ms, values = stored[series_id]
+        if ts_ms.size > 1 and not (ts_ms[1:] > ts_ms[:-1]).all():
+            order = np.argsort(ts_ms, kind="stable")
+            ts_ms, values = ts_ms[order], values[order]
+        key = ts_ms.tobytes()
         ts = shared.get(key)
         if ts is None:
-            deltas = (ts_us + _PG_EPOCH_US).astype("timedelta64[us]").tolist()
+            deltas = ts_ms.astype("timedelta64[ms]").tolist()
             ts = shared[key] = tuple(map(_UNIX_EPOCH.__add__, deltas))
         label_map = _json(labels) or {}
         out.append(

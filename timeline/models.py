@@ -194,7 +194,7 @@ class SampleChunk(models.Model):
 
     ``ts``: big-endian int8 microseconds since 2000-01-01 (a timestamptz's binary form);
     ``vals``: big-endian float8; sorted by time, one value per time. Written and read through
-    timeline.samples, never row by row."""
+    timeline.metrics, never row by row."""
 
     pk = models.CompositePrimaryKey("series_id", "bucket")
     # No database FK: samples are removed with their series by timeline.signals.

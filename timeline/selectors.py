@@ -11,14 +11,13 @@ import numpy as np
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.core.cache import cache
-from django.db import connection
 from django.db.models import Prefetch, Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
 from django.http import Http404
 from tsdownsample import MinMaxLTTBDownsampler
 
 from evidence.vocabulary import EventKind
-from timeline import samples
+from timeline.metrics import reader
 from timeline.models import Event, Evidence, Hypothesis, HypothesisStatusChange, Incident, Series
 
 # The panels shown without asking, in order; any other series can be picked.
@@ -152,7 +151,6 @@ def series_downsampled(
 
 DOWNSAMPLE_CACHE_SECONDS = 600
 DOWNSAMPLE_CACHE_MIN_ROWS = 200_000  # smaller windows are read again (~0.1 s)
-_PG_EPOCH_MS = 946_684_800_000  # 2000-01-01T00:00:00Z, the zero of binary timestamps
 
 
 def _downsample_cache_key(
@@ -190,10 +188,13 @@ def _downsample(
 
     Big windows read the per-minute rollups (min and max at the times they occurred: the
     shape survives); windows that fit read the samples themselves, at full detail."""
-    big = [s for s in series if _estimated_rows(s, start, end) > ROLLUP_ABOVE_ROWS]
-    columns = _rollup_columns(big, start, end)
-    raw = [s for s in series if s.pk not in columns]
-    columns.update(_sample_columns(raw, start, end))
+    big = [s.pk for s in series if _estimated_rows(s, start, end) > ROLLUP_ABOVE_ROWS]
+    columns = reader.rollups_read(big, start, end)  # series without rollups are read raw
+    raw = [s.pk for s in series if s.pk not in columns]
+    columns.update(
+        (sid, (ts, values, len(ts)))
+        for sid, (ts, values) in reader.samples_read(raw, start, end).items()
+    )
     out = []
     for s in sorted(series, key=lambda s: s.pk):
         if s.pk not in columns:
@@ -209,58 +210,6 @@ def _downsample(
             ts, values = ts[idx], values[idx]
         out.append((s.pk, np.ascontiguousarray(ts), np.ascontiguousarray(values), total))
     return out
-
-
-def _rollup_columns(
-    series: list[Series], start: dt.datetime | None, end: dt.datetime | None
-) -> dict[int, tuple[np.ndarray, np.ndarray, int]]:
-    """Each bucket's min and max as two points at their own times; series without rollups
-    (samples loaded around the loader) are left out, to be read raw."""
-    if not series:
-        return {}
-    sql = (
-        "SELECT series_id, string_agg(timestamptz_send(t_min), ''::bytea ORDER BY bucket), "
-        "string_agg(float8send(v_min), ''::bytea ORDER BY bucket), "
-        "string_agg(timestamptz_send(t_max), ''::bytea ORDER BY bucket), "
-        "string_agg(float8send(v_max), ''::bytea ORDER BY bucket), sum(n) "
-        "FROM timeline_samplerollup WHERE series_id = ANY(%s) "
-        "AND bucket >= COALESCE(%s::timestamptz - interval '1 minute', '-infinity') "
-        "AND bucket <= COALESCE(%s::timestamptz, 'infinity') GROUP BY series_id"
-    )
-    with connection.cursor() as cur:
-        cur.execute(sql, [[s.pk for s in series], start, end])
-        rows = cur.fetchall()
-    out = {}
-    for sid, t_min, v_min, t_max, v_max, n in rows:
-        t1 = np.frombuffer(t_min, dtype=">i8") // 1000 + _PG_EPOCH_MS
-        t2 = np.frombuffer(t_max, dtype=">i8") // 1000 + _PG_EPOCH_MS
-        ts = np.empty(2 * len(t1), dtype=np.int64)
-        values = np.empty(2 * len(t1), dtype=np.float64)
-        first_is_min = t1 <= t2  # keep each bucket's two points in time order
-        ts[0::2] = np.where(first_is_min, t1, t2)
-        ts[1::2] = np.where(first_is_min, t2, t1)
-        v1 = np.frombuffer(v_min, dtype=">f8").astype(np.float64)
-        v2 = np.frombuffer(v_max, dtype=">f8").astype(np.float64)
-        values[0::2] = np.where(first_is_min, v1, v2)
-        values[1::2] = np.where(first_is_min, v2, v1)
-        if start is not None or end is not None:  # the edge buckets reach past the window
-            lo = start.timestamp() * 1000 if start else -np.inf
-            hi = end.timestamp() * 1000 if end else np.inf
-            keep = (ts >= lo) & (ts <= hi)
-            ts, values = ts[keep], values[keep]
-        out[sid] = (ts, values, int(n))
-    return out
-
-
-def _sample_columns(
-    series: list[Series], start: dt.datetime | None, end: dt.datetime | None
-) -> dict[int, tuple[np.ndarray, np.ndarray, int]]:
-    """The window's samples: the hourly chunks that reach into it, concatenated per series by
-    the server and read by numpy with no Python object per sample."""
-    return {
-        sid: (ts, values, len(ts))
-        for sid, (ts, values) in samples.read([s.pk for s in series], start, end).items()
-    }
 
 
 def series_names(incident: Incident) -> list[str]:

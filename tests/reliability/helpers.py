@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from timeline import samples
 from timeline.choices import RunStatus
+from timeline.metrics import reader
 from timeline.models import Artifact, ConfigChange, Event, Series
 
 
@@ -19,11 +19,13 @@ def row_counts(incident: Any = None) -> dict[str, int]:
         "events": Event.objects.filter(**scope).count(),
         "config_changes": ConfigChange.objects.filter(**scope).count(),
         "series": Series.objects.filter(**scope).count(),
-        "samples": samples.count(None if incident is None else series_ids),
+        "samples": reader.samples_count(None if incident is None else series_ids),
         "artifacts_done": Artifact.objects.filter(**scope, status=RunStatus.DONE).count(),
     }
 
 
 def stored_samples(incident: Any) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Every stored sample of the incident: series id -> (times in ms, values), in time order."""
-    return samples.read(list(Series.objects.filter(incident=incident).values_list("pk", flat=True)))
+    return reader.samples_read(
+        list(Series.objects.filter(incident=incident).values_list("pk", flat=True))
+    )

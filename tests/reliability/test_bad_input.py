@@ -20,7 +20,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from ingest import services
+from ingest.services import IngestError, bundles, loading
 from tests.reliability.helpers import row_counts, stored_samples
 from timeline.choices import RunStatus
 from timeline.models import Artifact
@@ -54,19 +54,19 @@ EXTENSIONS = ("prom", "om", "txt", "json", "jsonl", "xml", "csv", "log", "md", "
 @pytest.fixture
 def baseline(incident):
     """The incident with one good file loaded, so 'nothing written' compares non-zero counts."""
-    services.path_register(incident=incident, path=GOOD_METRICS)
+    bundles.path_register(incident=incident, path=GOOD_METRICS)
     artifact = Artifact.objects.get(incident=incident)
-    assert services.artifact_ingest(artifact_id=artifact.pk).status == RunStatus.DONE
+    assert loading.artifact_ingest(artifact_id=artifact.pk).status == RunStatus.DONE
     counts = row_counts(incident)
     assert counts["samples"] > 0
     return incident, counts
 
 
 def _ingest_file(incident, path: Path) -> Artifact:
-    outcome = services.path_register(incident=incident, path=path)
+    outcome = bundles.path_register(incident=incident, path=path)
     (artifact,) = outcome.artifacts
     if artifact.status == RunStatus.PENDING:
-        artifact = services.artifact_ingest(artifact_id=artifact.pk)
+        artifact = loading.artifact_ingest(artifact_id=artifact.pk)
     return artifact
 
 
@@ -162,8 +162,8 @@ def test_garbage_archive_is_refused_and_registers_nothing(baseline, tmp_path, ex
     incident, before = baseline
     path = tmp_path / f"bundle.{ext}"
     path.write_bytes(_garbage())
-    with pytest.raises(services.IngestError, match=rf"bundle\.{ext}: not a readable archive"):
-        services.path_register(incident=incident, path=path)
+    with pytest.raises(IngestError, match=rf"bundle\.{ext}: not a readable archive"):
+        bundles.path_register(incident=incident, path=path)
     assert Artifact.objects.filter(incident=incident).count() == 1
     assert row_counts(incident) == before
 
@@ -176,8 +176,8 @@ def test_oversized_file_is_refused_before_it_is_read(baseline, settings, tmp_pat
         f.truncate(200 * 1024 * 1024)
     tracemalloc.start()
     try:
-        with pytest.raises(services.IngestError) as err:
-            services.path_register(incident=incident, path=big)
+        with pytest.raises(IngestError) as err:
+            bundles.path_register(incident=incident, path=big)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -196,8 +196,8 @@ def test_one_oversized_file_in_a_bundle_registers_nothing(baseline, settings, tm
     (bundle / "metrics").mkdir(parents=True)
     shutil.copy(BAD / "nan_inf.prom", bundle / "metrics" / "a_small.prom")
     (bundle / "metrics" / "b_big.prom").write_bytes(b"# big\n" * 20_000)
-    with pytest.raises(services.IngestError, match=r"b_big\.prom: \d+ bytes is over the limit"):
-        services.path_register(incident=incident, path=bundle)
+    with pytest.raises(IngestError, match=r"b_big\.prom: \d+ bytes is over the limit"):
+        bundles.path_register(incident=incident, path=bundle)
     assert Artifact.objects.filter(incident=incident).count() == 1
     assert row_counts(incident) == before
 
@@ -236,8 +236,8 @@ def test_zip_member_outside_its_folder_is_refused(baseline, tmp_path, settings, 
         tmp_path / "bundle.zip",
         {"metrics/ok.prom": (BAD / "nan_inf.prom").read_bytes(), member: b"x 1 1\n"},
     )
-    with pytest.raises(services.IngestError, match="would be written outside its folder"):
-        services.path_register(incident=incident, path=archive)
+    with pytest.raises(IngestError, match="would be written outside its folder"):
+        bundles.path_register(incident=incident, path=archive)
     uploads = Path(settings.UPLOAD_ROOT)
     assert not list(tmp_path.rglob("escape.prom"))
     assert not list(uploads.rglob("*.part"))  # the half-extracted folder is gone
@@ -254,8 +254,8 @@ def test_tar_with_a_symlink_is_refused(baseline, tmp_path):
         link.type = tarfile.SYMTYPE
         link.linkname = "/etc/passwd"
         tf.addfile(link)
-    with pytest.raises(services.IngestError, match="links and devices are refused"):
-        services.path_register(incident=incident, path=archive)
+    with pytest.raises(IngestError, match="links and devices are refused"):
+        bundles.path_register(incident=incident, path=archive)
     assert row_counts(incident) == before
 
 
@@ -271,8 +271,8 @@ def test_zip_bomb_stops_at_the_expansion_limit_and_keeps_nothing(baseline, tmp_p
         for _ in range(256):  # 256 MiB of zeros, about 250 KiB compressed
             out.write(zeros)
     assert archive.stat().st_size < 1024 * 1024
-    with pytest.raises(services.IngestError, match="archive expands past the limit of 16777216"):
-        services.path_register(incident=incident, path=archive)
+    with pytest.raises(IngestError, match="archive expands past the limit of 16777216"):
+        bundles.path_register(incident=incident, path=archive)
     uploads = Path(settings.UPLOAD_ROOT)
     kept = sum(p.stat().st_size for p in uploads.rglob("*") if p.is_file())
     assert kept < 1024 * 1024  # the partial extraction was removed
@@ -283,8 +283,8 @@ def test_zip_with_too_many_members_is_refused(baseline, tmp_path, settings):
     incident, before = baseline
     settings.ARCHIVE_MAX_MEMBERS = 50
     archive = _zip_with(tmp_path / "many.zip", {f"logs/{i}.txt": b"" for i in range(200)})
-    with pytest.raises(services.IngestError, match="more than 50 members"):
-        services.path_register(incident=incident, path=archive)
+    with pytest.raises(IngestError, match="more than 50 members"):
+        bundles.path_register(incident=incident, path=archive)
     assert row_counts(incident) == before
 
 
@@ -327,7 +327,7 @@ def test_bad_uploads_show_their_errors_and_the_page_still_renders(client, user, 
     assert "evil.zip: not a readable archive" in response.content.decode()
     # The stored files are ingested (here synchronously, as the worker would) and fail clearly.
     for artifact in Artifact.objects.filter(incident=incident, status=RunStatus.PENDING):
-        services.artifact_ingest(artifact_id=artifact.pk)
+        loading.artifact_ingest(artifact_id=artifact.pk)
     html = client.get(reverse("upload", args=[incident.slug])).content.decode()
     assert "backwards.prom:4: timestamp going backwards" in html
     assert "junit_truncated.xml:8: malformed XML" in html

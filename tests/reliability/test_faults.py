@@ -24,7 +24,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from ingest import services
+from ingest.services import bundles, loading
 from ingest.tasks import ingest_artifact
 from tests.conftest import ARTIFACTS, ROOT, Worker, _test_database_url, wait_for
 from tests.reliability.helpers import row_counts, stored_samples
@@ -106,7 +106,7 @@ def _succeeded(workers: list[Worker], task_id: str) -> int:
 @pytest.mark.worker
 def test_worker_killed_mid_ingest_redoes_it_once_after_restart(fault_env, incident, tmp_path):
     first = fault_env("ingest-1")
-    services.path_register(incident=incident, path=_metrics_file(tmp_path / "load.prom"))
+    bundles.path_register(incident=incident, path=_metrics_file(tmp_path / "load.prom"))
     artifact = Artifact.objects.get(incident=incident)
     lock = _lock_connection()
     try:
@@ -148,9 +148,9 @@ def test_worker_killed_mid_ingest_redoes_it_once_after_restart(fault_env, incide
 @pytest.mark.worker
 def test_worker_killed_mid_analysis_finishes_it_once_after_restart(fault_env, incident):
     for rel in ("docs/DSV4_DEPLOY.md", "git/deploy.gitlog", "metrics/two_scrapes.prom"):
-        services.path_register(incident=incident, path=FIXTURES / rel)
+        bundles.path_register(incident=incident, path=FIXTURES / rel)
     for artifact in Artifact.objects.filter(incident=incident):
-        assert services.artifact_ingest(artifact_id=artifact.pk).status == RunStatus.DONE
+        assert loading.artifact_ingest(artifact_id=artifact.pk).status == RunStatus.DONE
     first = fault_env("analysis-1")
     lock = _lock_connection()
     try:

@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from ingest import push, services
+from ingest import push
+from ingest.services import bundles, loading
 from tests.reliability.helpers import row_counts
 from timeline.choices import FindingKind, HypothesisStatus, RunStatus
 from timeline.markdown import render
@@ -80,9 +81,9 @@ def _path(route: str, values: dict[str, str]) -> str:
 @pytest.fixture
 def alices(incident, user):
     """Alice's incident with one of everything a URL can name."""
-    services.path_register(incident=incident, path=FIXTURES / "docs" / "DSV4_DEPLOY.md")
+    bundles.path_register(incident=incident, path=FIXTURES / "docs" / "DSV4_DEPLOY.md")
     artifact = Artifact.objects.get(incident=incident)
-    assert services.artifact_ingest(artifact_id=artifact.pk).status == RunStatus.DONE
+    assert loading.artifact_ingest(artifact_id=artifact.pk).status == RunStatus.DONE
     event = Event.objects.filter(incident=incident).first()
     analysis = Analysis.objects.create(incident=incident, version=1, status=RunStatus.DONE)
     finding = Finding.objects.create(
@@ -205,9 +206,9 @@ def test_an_object_of_another_incident_is_a_404_under_my_own_slug(client, alices
     from timeline.services import incident_create
 
     theirs = incident_create(team=other_team, title="Training outage")
-    services.path_register(incident=theirs, path=FIXTURES / "docs" / "DSV4_DEPLOY.md")
+    bundles.path_register(incident=theirs, path=FIXTURES / "docs" / "DSV4_DEPLOY.md")
     artifact = Artifact.objects.get(incident=theirs)
-    services.artifact_ingest(artifact_id=artifact.pk)
+    loading.artifact_ingest(artifact_id=artifact.pk)
     their_event = Event.objects.filter(incident=theirs).first()
     client.force_login(user)
     response = client.get(f"/incidents/{incident.slug}/events/{their_event.pk}/")
@@ -405,9 +406,9 @@ def test_hostile_markdown_in_an_ingested_doc_stays_inert_on_every_page(
         "- 2026-11-20 13:10 set SGLANG_SM120_MMA_TARGET_CTAS=512 <img src=x onerror=alert(1)> "
         "[x](javascript:alert(1))\n"
     )
-    services.path_register(incident=incident, path=doc)
+    bundles.path_register(incident=incident, path=doc)
     artifact = Artifact.objects.get(incident=incident)
-    assert services.artifact_ingest(artifact_id=artifact.pk).status == RunStatus.DONE
+    assert loading.artifact_ingest(artifact_id=artifact.pk).status == RunStatus.DONE
     Hypothesis.objects.create(
         incident=incident,
         title="<script>alert('hyp')</script>",

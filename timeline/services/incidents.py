@@ -95,10 +95,11 @@ MARKS = {"last_good": "last_good_at", "first_bad": "first_bad_at"}
 
 @transaction.atomic
 def incident_set_mark(
-    *, incident: Incident, user: Any, mark: str, at: dt.datetime | None
+    *, incident: Incident, user: Any, mark: str, at: dt.datetime | None, analyze: bool = True
 ) -> Incident:
     """Set (or clear, with ``at=None``) the operator's last-known-good or first-bad mark and
-    re-run the analysis, which honours the marks."""
+    re-run the analysis, which honours the marks (``analyze=False``: the caller asks for it,
+    as an ingest does once its files are loaded)."""
     if mark not in MARKS:
         raise ServiceError(f"{mark!r} is not a mark; use last_good or first_bad.")
     when = aware_utc(at, what="The mark's time")
@@ -120,7 +121,8 @@ def incident_set_mark(
         target=f"incident:{locked.slug}",
         data={mark: [jsonable(old), jsonable(when)]},
     )
-    analysis_request(incident_id=locked.pk)
+    if analyze:
+        analysis_request(incident_id=locked.pk)
     setattr(incident, field, when)
     return locked
 

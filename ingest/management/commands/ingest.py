@@ -3,25 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
-import time
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
-from kombu.exceptions import OperationalError as BrokerError
 from tqdm import tqdm
 
-from ingest import services
-from ingest.tasks import ingest_artifact
-from timeline.choices import RunStatus
-from timeline.models import Artifact, Incident
-from timeline.services import (
-    ServiceError,
-    analysis_request,
-    incident_get_or_create,
-    team_get_or_create,
-)
+from ingest.services import IngestError, orchestration
+from ingest.services.orchestration import IngestOutcome, Load, NewIncident
+from timeline.models import Artifact
+from timeline.services import ServiceError
 
 
 class Command(BaseCommand):
@@ -55,124 +46,64 @@ class Command(BaseCommand):
                 raise CommandError(f"--at {opts['at']!r}: expected ISO 8601") from None
             if at.tzinfo is None:
                 raise CommandError("--at needs a zone offset, e.g. 2026-11-20T15:45:00-08:00")
-        path: Path = opts["path"]
-        if not path.exists():
-            raise CommandError(f"{path}: no such file or directory")
+        analyze = not opts["no_analyze"]
+        bar = tqdm(unit="file", file=self.stderr, disable=opts["worker"])
+
+        def loaded(artifact: Artifact) -> None:
+            bar.set_description(artifact.name[-40:])
+            bar.update()
+
         try:
-            with transaction.atomic():  # a refused registration leaves no empty incident behind
-                incident, created, outcome = self._register(path, at, opts)
-        except (services.IngestError, ServiceError) as exc:
+            outcome = orchestration.bundle_ingest(
+                incident=NewIncident(slug=opts["incident"], team=opts["team"], title=opts["title"]),
+                path=opts["path"],
+                timezone_name=opts["timezone"],
+                default_time=at,
+                load=Load.WORKER if opts["worker"] else Load.HERE,
+                analyze=analyze,
+                on_loaded=loaded,
+            )
+        except (IngestError, ServiceError) as exc:
             raise CommandError(str(exc)) from None
-        self._continue(incident, created, outcome, opts)
-
-    def _register(
-        self, path: Path, at: dt.datetime | None, opts: dict[str, Any]
-    ) -> tuple[Incident, bool, services.RegisterOutcome]:
-        settings = (
-            services.read_bundle_settings(path) if path.is_dir() else services.BundleSettings()
-        )
-        team = team_get_or_create(name=opts["team"])
-        incident, created = incident_get_or_create(
-            slug=opts["incident"],
-            team=team,
-            title=opts["title"] or settings.title,
-            timezone=opts["timezone"] or settings.timezone or "UTC",
-        )
-        outcome = services.path_register(
-            incident=incident, path=path, timezone_name=opts["timezone"], default_time=at
-        )
-        return incident, created, outcome
-
-    def _continue(
-        self,
-        incident: Incident,
-        created: bool,
-        outcome: services.RegisterOutcome,
-        opts: dict[str, Any],
-    ) -> None:
-        if outcome.settings.last_good or outcome.settings.first_bad:
-            incident.last_good_at = incident.last_good_at or outcome.settings.last_good
-            incident.first_bad_at = incident.first_bad_at or outcome.settings.first_bad
-            incident.save(update_fields=["last_good_at", "first_bad_at"])
+        finally:
+            bar.close()
         self.stdout.write(
-            f"incident {incident.slug} ({'new' if created else 'existing'}): "
+            f"incident {outcome.incident.slug} "
+            f"({'new' if outcome.incident_created else 'existing'}): "
             f"{len(outcome.artifacts)} files, {len(outcome.created)} new"
         )
-        pending = [a for a in outcome.artifacts if a.status == RunStatus.PENDING]
         if opts["worker"]:
-            self._via_worker(pending, opts["timeout"], analyze=not opts["no_analyze"])
-        else:
-            bar = tqdm(total=len(pending), unit="file", disable=not pending, file=self.stderr)
-            for artifact in pending:
-                bar.set_description(artifact.name[-40:])
-                services.artifact_ingest(artifact_id=artifact.pk)
-                bar.update()
-            bar.close()
-        artifacts = list(Artifact.objects.filter(pk__in=[a.pk for a in outcome.artifacts]))
-        self._summary(artifacts)
-        if (
-            not opts["worker"]
-            and not opts["no_analyze"]
-            and any(a.status == RunStatus.DONE for a in artifacts)
-        ):
-            from timeline.analysis import analysis_run
-
-            incident.refresh_from_db()
-            analysis_request(incident_id=incident.pk)
-            analysis_run(incident_id=incident.pk)
-            self.stdout.write("analysis done")
-        if opts["worker"] and not opts["no_analyze"]:
-            self._wait_for_analysis(incident.pk, opts["timeout"])
-        failed = [a for a in artifacts if a.status == RunStatus.FAILED]
-        if failed:
-            raise CommandError(f"{len(failed)} of {len(artifacts)} files failed (see above)")
-
-    def _via_worker(self, pending: list[Artifact], timeout: float, *, analyze: bool) -> None:
-        try:
-            for artifact in pending:
-                ingest_artifact.delay(artifact.pk, analyze)
-        except BrokerError as exc:
+            self._follow(outcome, opts["timeout"], analyze=analyze)
+        self._summary(outcome.artifacts)
+        if outcome.analysis is not None:
+            version = f" v{outcome.analysis.version}" if opts["worker"] else ""
+            self.stdout.write(f"analysis{version} done")
+        if outcome.failed:
             raise CommandError(
-                f"the work queue is unavailable ({exc}); the files are registered and stay "
-                "pending: run again when the broker is back, or without --worker to ingest here"
-            ) from None
-        ids = [a.pk for a in pending]
-        bar = tqdm(total=len(ids), unit="file", disable=not ids, file=self.stderr)
-        deadline = time.monotonic() + timeout
-        finished = 0
-        while finished < len(ids):
-            finished = Artifact.objects.filter(
-                pk__in=ids, status__in=[RunStatus.DONE, RunStatus.FAILED]
-            ).count()
+                f"{len(outcome.failed)} of {len(outcome.artifacts)} files failed (see above)"
+            )
+
+    def _follow(self, outcome: IngestOutcome, timeout: float, *, analyze: bool) -> None:
+        if outcome.queue_error:
+            raise CommandError(
+                f"the work queue is unavailable ({outcome.queue_error}); the files are registered "
+                "and stay pending: run again when the broker is back, or without --worker to "
+                "ingest here"
+            )
+        bar = tqdm(total=len(outcome.queued), unit="file", file=self.stderr)
+
+        def progress(finished: int, total: int) -> None:
             bar.n = finished
             bar.refresh()
-            if time.monotonic() > deadline:
-                raise CommandError(
-                    f"{len(ids) - finished} files still queued after {timeout:.0f}s: "
-                    "is a Celery worker running?"
-                )
-            time.sleep(0.2)
-        bar.close()
 
-    def _wait_for_analysis(self, incident_id: int, timeout: float) -> None:
-        """Wait until the newest requested analysis has finished on the workers."""
-        from timeline.models import Analysis, Incident
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            version = Incident.objects.values_list("analysis_version", flat=True).get(
-                pk=incident_id
+        try:
+            orchestration.ingest_follow(
+                outcome=outcome, timeout=timeout, analyze=analyze, on_progress=progress
             )
-            run = Analysis.objects.filter(incident_id=incident_id, version=version).first()
-            if version == 0:
-                return
-            if run is not None and run.status in (RunStatus.DONE, RunStatus.FAILED):
-                if run.status == RunStatus.FAILED:
-                    raise CommandError(f"analysis failed: {run.error}")
-                self.stdout.write(f"analysis v{version} done")
-                return
-            time.sleep(0.2)
-        raise CommandError(f"analysis not finished after {timeout:.0f}s: is a worker running?")
+        except IngestError as exc:
+            raise CommandError(str(exc)) from None
+        finally:
+            bar.close()
 
     def _summary(self, artifacts: list[Artifact]) -> None:
         self.stdout.write(f"{'file':44} {'kind':24} {'status':8} {'records':>10} {'time':>7}")

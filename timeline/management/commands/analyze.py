@@ -12,9 +12,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ingest.services import IngestError, orchestration
+from ingest.services.orchestration import Load, NewIncident
 from timeline.analysis import analysis_run, public_json
 from timeline.models import Incident
 from timeline.services import analysis_request
@@ -36,16 +37,7 @@ class Command(BaseCommand):
             if not path.exists():
                 raise CommandError(f"{target}: neither an incident slug nor a path")
             slug = f"{path.name.split('.')[0][:60]}-{uuid.uuid4().hex[:8]}".lower()
-            call_command(
-                "ingest",
-                str(path),
-                incident=slug,
-                team=opts["team"],
-                no_analyze=True,
-                stdout=self.stderr,
-                stderr=self.stderr,
-            )
-            incident = Incident.objects.get(slug=slug)
+            incident = self._ingest(path, slug, opts["team"])
         analysis_request(incident_id=incident.pk)
         incident.refresh_from_db()
         analysis = analysis_run(incident_id=incident.pk, version=incident.analysis_version)
@@ -67,3 +59,20 @@ class Command(BaseCommand):
                 self.stdout.write(f"       - {r}")
         for r in result.get("ruled_out", []):
             self.stdout.write(f"  ruled out: {r['hypothesis']}")
+
+    def _ingest(self, path: Path, slug: str, team: str) -> Incident:
+        """The bundle into a fresh incident, here; the analysis is run by handle."""
+        try:
+            outcome = orchestration.bundle_ingest(
+                incident=NewIncident(slug=slug, team=team), path=path, load=Load.HERE, analyze=False
+            )
+        except IngestError as exc:
+            raise CommandError(str(exc)) from None
+        self.stderr.write(f"incident {slug}: {len(outcome.artifacts)} files")
+        for a in outcome.failed:
+            self.stderr.write(f"  {a.error}")
+        if outcome.failed:
+            raise CommandError(
+                f"{len(outcome.failed)} of {len(outcome.artifacts)} files failed (see above)"
+            )
+        return outcome.incident

@@ -9,9 +9,12 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ingest.samples.dsv4_wedge import write_bundle
+from ingest.services import IngestError, orchestration
+from ingest.services.orchestration import Load, NewIncident
+from timeline.choices import RunStatus
 from timeline.models import Incident
 from timeline.services import team_get_or_create
 
@@ -37,22 +40,36 @@ class Command(BaseCommand):
         team.members.add(user)
         bundle = Path(settings.BASE_DIR) / ".data" / f"sample-seed{opts['seed']}" / SLUG
         if not bundle.exists():
-            call_command("sample_incident", str(bundle), seed=opts["seed"], stdout=self.stdout)
+            self.stdout.write(f"wrote {write_bundle(bundle, seed=opts['seed'])}")
         if (
             not Incident.objects.filter(slug=SLUG).exists()
-            or Incident.objects.get(slug=SLUG).analyses.filter(status="done").count() == 0
+            or Incident.objects.get(slug=SLUG).analyses.filter(status=RunStatus.DONE).count() == 0
         ):
-            call_command(
-                "ingest",
-                str(bundle),
-                incident=SLUG,
-                team=team.name,
-                worker=not opts["no_worker"],
-                stdout=self.stdout,
-                stderr=self.stderr,
-            )
+            self._ingest(bundle, team.name, worker=not opts["no_worker"])
         Incident.objects.filter(slug=SLUG).update(team=team)
         (Path(settings.BASE_DIR) / ".data").mkdir(exist_ok=True)
         self.stdout.write(
             self.style.SUCCESS(f"\nDemo ready. Log in as  {user.get_username()} / {password}\n")
+        )
+
+    def _ingest(self, bundle: Path, team: str, *, worker: bool) -> None:
+        try:
+            outcome = orchestration.bundle_ingest(
+                incident=NewIncident(slug=SLUG, team=team),
+                path=bundle,
+                load=Load.WORKER if worker else Load.HERE,
+            )
+            if outcome.queue_error:
+                raise CommandError(f"the work queue is unavailable ({outcome.queue_error})")
+            if worker:
+                orchestration.ingest_follow(outcome=outcome, timeout=600.0)
+        except IngestError as exc:
+            raise CommandError(str(exc)) from None
+        for a in outcome.failed:
+            self.stderr.write(f"  {a.error}")
+        if outcome.failed:
+            raise CommandError(f"{len(outcome.failed)} of {len(outcome.artifacts)} files failed")
+        self.stdout.write(
+            f"incident {SLUG}: {len(outcome.artifacts)} files loaded"
+            + (f", analysis v{outcome.analysis.version}" if outcome.analysis else "")
         )

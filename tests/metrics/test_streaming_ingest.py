@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from ingest import services, streaming
+from ingest import streaming
 from ingest.parsers.prometheus import chunks, stream
-from timeline import samples
+from ingest.services import artifacts, loading, storage
 from timeline.choices import RunStatus
+from timeline.metrics import reader
 from timeline.models import SampleRollup, Series
 from timeline.services import incident_create
 
@@ -40,14 +41,14 @@ def small_parts(monkeypatch):
 
 
 def _ingest(incident, name: str, data: bytes):
-    artifact, _ = services.artifact_register_bytes(incident=incident, name=name, data=data)
-    return services.artifact_ingest(artifact_id=artifact.pk)
+    artifact, _ = storage.artifact_register_bytes(incident=incident, name=name, data=data)
+    return loading.artifact_ingest(artifact_id=artifact.pk)
 
 
 def _rows(incident) -> list[tuple]:
     """Each series with its stored samples (times and values, in full)."""
     series = list(Series.objects.filter(incident=incident).order_by("name", "labels"))
-    stored = samples.read([s.pk for s in series])
+    stored = reader.samples_read([s.pk for s in series])
     return [
         (
             s.name,
@@ -86,7 +87,7 @@ def test_a_step_back_across_parts_fails_with_its_line_and_writes_nothing(team, s
     artifact = _ingest(incident_create(team=team, title="bad"), "bad.prom", data)
     assert artifact.status == RunStatus.FAILED
     assert "bad.prom:27005: timestamp going backwards" in artifact.error
-    assert samples.count() == 0
+    assert reader.samples_count() == 0
     assert SampleRollup.objects.count() == 0
 
 
@@ -101,14 +102,16 @@ def test_samples_already_stored_are_merged_and_keep_their_values(team, small_par
     assert second.counts["samples"] == 9 * 1000  # only the times not stored yet
     running = Series.objects.get(incident=incident, name="sglang:num_running_reqs")
     assert running.sample_count == 3000
-    ((ts, values),) = samples.read([running.pk]).values()
+    ((ts, values),) = reader.samples_read([running.pk]).values()
     assert ts.tolist() == [T0 + i * 5000 for i in range(3000)]
     assert values.tolist() == [i % 13 + (0.5 if i >= 2000 else 0) for i in range(3000)]
     # The rollups of the merged hours are those of the merged samples.
     rollup_rows = SampleRollup.objects.filter(series=running)
     assert sum(rollup_rows.values_list("n", flat=True)) == 3000
     assert rollup_rows.count() == 250  # 3000 samples 5 s apart: 250 minutes
-    assert samples.count([s.pk for s in Series.objects.filter(incident=incident)]) == 9 * 3000
+    assert (
+        reader.samples_count([s.pk for s in Series.objects.filter(incident=incident)]) == 9 * 3000
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -117,13 +120,12 @@ def test_progress_of_a_streamed_ingest_is_visible_while_it_runs(team, small_part
 
     from django.db import connections
 
-    from ingest import progress
     from timeline.models import Artifact
 
-    monkeypatch.setattr(progress, "MIN_INTERVAL_S", 0.0)
+    monkeypatch.setattr(artifacts, "MIN_INTERVAL_S", 0.0)
     reached, release = threading.Event(), threading.Event()
     calls = []
-    original = progress.ProgressReporter.report
+    original = artifacts.ProgressReporter.report
 
     def report_then_hold(self, fraction):  # holds the load after its third part
         original(self, fraction)
@@ -132,15 +134,15 @@ def test_progress_of_a_streamed_ingest_is_visible_while_it_runs(team, small_part
             reached.set()
             release.wait(timeout=60)
 
-    monkeypatch.setattr(progress.ProgressReporter, "report", report_then_hold)
+    monkeypatch.setattr(artifacts.ProgressReporter, "report", report_then_hold)
     incident = incident_create(team=team, title="progress")
-    artifact, _ = services.artifact_register_bytes(
+    artifact, _ = storage.artifact_register_bytes(
         incident=incident, name="big.prom", data=_exposition(3000)
     )
 
     def run():
         try:
-            services.artifact_ingest(artifact_id=artifact.pk)
+            loading.artifact_ingest(artifact_id=artifact.pk)
         finally:
             connections.close_all()
 
@@ -151,24 +153,24 @@ def test_progress_of_a_streamed_ingest_is_visible_while_it_runs(team, small_part
         midway = Artifact.objects.get(pk=artifact.pk)
         assert midway.status == RunStatus.RUNNING
         assert 0.05 < midway.progress < 0.95
-        assert samples.count() == 0  # nothing visible before the commit
+        assert reader.samples_count() == 0  # nothing visible before the commit
     finally:
         release.set()
         worker.join(timeout=60)
     done = Artifact.objects.get(pk=artifact.pk)
     assert (done.status, done.progress) == (RunStatus.DONE, 1.0)
-    assert samples.count() == 27_000
+    assert reader.samples_count() == 27_000
 
 
 def test_big_bytes_are_hashed_while_written_and_stored_once(team, monkeypatch):
-    monkeypatch.setattr(services, "PARALLEL_STORE_BYTES", 1)
+    monkeypatch.setattr(storage, "PARALLEL_STORE_BYTES", 1)
     incident = incident_create(team=team, title="stored once")
     data = _exposition(100)
-    first, created = services.artifact_register_bytes(incident=incident, name="a.prom", data=data)
-    again, created_again = services.artifact_register_bytes(
+    first, created = storage.artifact_register_bytes(incident=incident, name="a.prom", data=data)
+    again, created_again = storage.artifact_register_bytes(
         incident=incident, name="b.prom", data=data
     )
     assert created and not created_again and again.pk == first.pk
-    folder = services._upload_dir(incident)
+    folder = storage.upload_dir(incident)
     assert sorted(p.name for p in folder.iterdir()) == [first.sha256]  # no .part left
     assert (folder / first.sha256).read_bytes() == data

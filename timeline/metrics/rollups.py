@@ -1,8 +1,8 @@
 """Per-minute rollups of metric series: min and max with the times they occurred, and a count.
 
-Computed with numpy from the arrays the loader already holds (no second read of the samples)
-and written by binary COPY; an hour merged with an earlier load's has its minutes recomputed.
-Reads serve whole-incident views of big series (timeline.selectors).
+Computed with numpy from the arrays the writer already holds (no second read of the samples)
+and stored by binary COPY; an hour merged with an earlier load's has its minutes recomputed.
+The reader serves whole-incident views of big series from them (timeline.selectors).
 """
 
 from __future__ import annotations
@@ -12,25 +12,10 @@ from collections.abc import Sequence
 import numpy as np
 from django.db import IntegrityError, connection, transaction
 
-from timeline import samples
+from timeline.metrics import packing, reader
 
 BUCKET_MS = 60_000
-PG_EPOCH_MS = samples.PG_EPOCH_MS
 
-_ROW = np.dtype(
-    [
-        ("nfields", ">i2"),
-        ("l_series", ">i4"), ("series", ">i8"),
-        ("l_bucket", ">i4"), ("bucket", ">i8"),
-        ("l_tmin", ">i4"), ("t_min", ">i8"),
-        ("l_vmin", ">i4"), ("v_min", ">f8"),
-        ("l_tmax", ">i4"), ("t_max", ">i8"),
-        ("l_vmax", ">i4"), ("v_max", ">f8"),
-        ("l_n", ">i4"), ("n", ">i4"),
-    ]
-)  # fmt: skip
-_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
-_TRAILER = b"\xff\xff"
 _COLUMNS = "(series_id, bucket, t_min, v_min, t_max, v_max, n)"
 
 
@@ -103,41 +88,20 @@ def merge_rollups(parts: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarra
     return _reduce(cat["bucket"], cat["t_min"], cat["v_min"], cat["t_max"], cat["v_max"], cat["n"])
 
 
-def _payload(series_id: int, r: dict[str, np.ndarray]) -> bytes:
-    rows = np.empty(len(r["bucket"]), dtype=_ROW)
-    rows["nfields"] = 7
-    for length in ("l_series", "l_bucket", "l_tmin", "l_vmin", "l_tmax", "l_vmax"):
-        rows[length] = 8
-    rows["l_n"] = 4
-    rows["series"] = series_id
-    rows["bucket"] = (r["bucket"] - PG_EPOCH_MS) * 1000
-    rows["t_min"] = (r["t_min"] - PG_EPOCH_MS) * 1000
-    rows["v_min"] = r["v_min"]
-    rows["t_max"] = (r["t_max"] - PG_EPOCH_MS) * 1000
-    rows["v_max"] = r["v_max"]
-    rows["n"] = r["n"]
-    return rows.tobytes()
-
-
 def _copy(table: str, parts: Sequence[bytes]) -> None:
     sql = f"COPY {table} {_COLUMNS} FROM STDIN (FORMAT BINARY)"
     with connection.cursor() as cur, connection.wrap_database_errors, cur.cursor.copy(sql) as copy:
-        copy.write(_HEADER)
+        copy.write(packing.COPY_HEADER)
         for part in parts:
             copy.write(part)
-        copy.write(_TRAILER)
-
-
-def rollups_write(columns: Sequence[tuple[int, np.ndarray, np.ndarray]]) -> int:
-    """Roll up freshly loaded samples of each series and store them; returns buckets written."""
-    return rollups_store([(sid, rollup(ts, values)) for sid, ts, values in columns if len(ts)])
+        copy.write(packing.COPY_TRAILER)
 
 
 def rollups_store(items: Sequence[tuple[int, dict[str, np.ndarray]]]) -> int:
     """Store computed rollups. Straight COPY when the buckets are new; when another load
     already covered some of them, merge: min of mins, max of maxes (with their times), counts
     added."""
-    parts = [_payload(sid, r) for sid, r in items if len(r["bucket"])]
+    parts = [packing.rollup_tuples(sid, r) for sid, r in items if len(r["bucket"])]
     if not parts:
         return 0
     try:
@@ -163,7 +127,7 @@ def rollups_store(items: Sequence[tuple[int, dict[str, np.ndarray]]]) -> int:
                 "v_max = GREATEST(r.v_max, EXCLUDED.v_max), "
                 "n = r.n + EXCLUDED.n"
             )
-    return sum(len(p) // _ROW.itemsize for p in parts)
+    return sum(len(p) // packing.ROLLUP_ROW_BYTES for p in parts)
 
 
 def rollups_delete_range(series_id: int, start_ms: int, end_ms: int) -> None:
@@ -172,14 +136,16 @@ def rollups_delete_range(series_id: int, start_ms: int, end_ms: int) -> None:
         cur.execute(
             "DELETE FROM timeline_samplerollup WHERE series_id = %s AND bucket >= %s "
             "AND bucket < %s",
-            [series_id, samples.aware(start_ms), samples.aware(end_ms)],
+            [series_id, packing.aware(start_ms), packing.aware(end_ms)],
         )
 
 
 def rollups_rebuild(series_ids: Sequence[int]) -> None:
     """Recompute the rollups of these series from their stored samples (for samples written
-    around the loader)."""
+    around the writer)."""
     ids = list(series_ids)
     with connection.cursor() as cur:
         cur.execute("DELETE FROM timeline_samplerollup WHERE series_id = ANY(%s)", [ids])
-    rollups_store([(sid, rollup(ts, values)) for sid, (ts, values) in samples.read(ids).items()])
+    rollups_store(
+        [(sid, rollup(ts, values)) for sid, (ts, values) in reader.samples_read(ids).items()]
+    )

@@ -11,7 +11,8 @@ from django.db import connection
 
 from ingest import loaders
 from ingest.parsers.types import SampleBlock, SeriesKey
-from timeline import rollups, selectors
+from timeline import selectors
+from timeline.metrics import rollups
 from timeline.models import SampleRollup, Series
 
 T0 = 1_795_190_400_000  # 2026-11-20T08:00:00Z in ms

@@ -13,11 +13,11 @@ from django.db import connection
 
 from ingest import loaders
 from ingest.parsers.types import SampleBlock, SeriesKey
-from timeline import samples
+from timeline.metrics import packing, reader
 from timeline.models import SampleChunk, SampleRollup, Series
 
 T0 = 1_795_190_400_000  # 2026-11-20T08:00:00Z in ms, an hour's start
-HOUR = samples.CHUNK_MS
+HOUR = packing.CHUNK_MS
 
 
 def _block(ts_ms, values, name: str = "sglang:num_running_reqs") -> SampleBlock:
@@ -35,7 +35,7 @@ def _aware(ms: int) -> dt.datetime:
 def test_split_sorts_keeps_the_first_value_of_a_repeated_time_and_cuts_at_hours() -> None:
     ts = np.array([T0 + HOUR + 5, T0 + 10, T0 + HOUR - 1, T0 + 10, T0 + 2 * HOUR])
     values = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
-    chunks = samples.split(7, ts, values)
+    chunks = packing.split(7, ts, values)
     assert [c.bucket_ms for c in chunks] == [T0, T0 + HOUR, T0 + 2 * HOUR]
     assert chunks[0].ts_ms.tolist() == [T0 + 10, T0 + HOUR - 1]
     assert chunks[0].values.tolist() == [2.0, 3.0]  # the first of the two values at T0 + 10
@@ -45,7 +45,7 @@ def test_split_sorts_keeps_the_first_value_of_a_repeated_time_and_cuts_at_hours(
 def test_encoding_round_trips_nan_infinities_and_milliseconds() -> None:
     ts = np.array([T0, T0 + 1, T0 + 999], dtype=np.int64)
     values = np.array([np.nan, np.inf, -0.5])
-    back_ts, back_values = samples.decode_ms(*samples.encode(ts, values))
+    back_ts, back_values = packing.decode_ms(*packing.encode(ts, values))
     assert back_ts.tolist() == ts.tolist()
     assert np.isnan(back_values[0]) and back_values[1:].tolist() == [np.inf, -0.5]
 
@@ -61,10 +61,10 @@ def test_a_load_writes_one_chunk_per_hour_and_reads_back_any_window(incident) ->
     assert [(c.bucket, c.n) for c in chunks] == [(_aware(T0 + h * HOUR), 3600) for h in range(3)]
     # A window across an hour's edge, to the millisecond on both sides.
     start, end = _aware(T0 + HOUR - 2000), _aware(T0 + HOUR + 2000)
-    ((got_ts, got_values),) = samples.read([series.pk], start, end).values()
+    ((got_ts, got_values),) = reader.samples_read([series.pk], start, end).values()
     assert got_ts.tolist() == [T0 + HOUR + d for d in (-2000, -1000, 0, 1000, 2000)]
     assert got_values.tolist() == [3598.0, 3599.0, 3600.0, 3601.0, 3602.0]
-    assert samples.read([series.pk], _aware(T0 - 10_000), _aware(T0 - 1)) == {}
+    assert reader.samples_read([series.pk], _aware(T0 - 10_000), _aware(T0 - 1)) == {}
     assert sum(SampleRollup.objects.filter(series=series).values_list("n", flat=True)) == 10_800
 
 
@@ -78,7 +78,7 @@ def test_a_second_load_merges_into_stored_hours_and_stored_values_win(incident) 
     assert added == 60  # minutes 90..149: the other 30 were stored already
     series = Series.objects.get(incident=incident)
     assert series.sample_count == 150
-    ((ts, values),) = samples.read([series.pk]).values()
+    ((ts, values),) = reader.samples_read([series.pk]).values()
     assert ts.tolist() == (T0 + np.arange(150) * 60_000).tolist()
     assert values.tolist() == [1.0] * 90 + [2.0] * 59 + [99.0]
     assert SampleChunk.objects.filter(series=series).count() == 3
@@ -87,7 +87,7 @@ def test_a_second_load_merges_into_stored_hours_and_stored_values_win(incident) 
     assert max(v for v, _ in rollup_rows) == 99.0
     # The same bytes again add nothing.
     assert loaders.load_samples(incident, None, [_block(second, later)]) == 0
-    assert samples.count([series.pk]) == 150
+    assert reader.samples_count([series.pk]) == 150
 
 
 @pytest.mark.django_db(transaction=True)
@@ -107,7 +107,7 @@ def test_the_migration_moves_rows_into_hourly_chunks_losing_nothing(team) -> Non
             )
     finally:
         call_command("migrate", "timeline", verbosity=0)
-    ((ts, values),) = samples.read([series.pk]).values()
+    ((ts, values),) = reader.samples_read([series.pk]).values()
     assert ts.tolist() == [T0 - 30_000 + i * 1500 for i in range(6000)]
     assert values.tolist() == [i * 0.25 for i in range(6000)]
     buckets = list(SampleChunk.objects.filter(series=series).values_list("bucket", "n"))
@@ -123,6 +123,28 @@ def test_one_series_in_two_blocks_of_one_load_is_stored_once(incident) -> None:
     ts = T0 + np.arange(0, 120_000, 1000, dtype=np.int64)
     blocks = [_block(ts[:80], np.full(80, 1.0)), _block(ts[40:], np.full(80, 2.0))]
     assert loaders.load_samples(incident, None, blocks) == 120
-    ((got_ts, values),) = samples.read(list(Series.objects.values_list("pk", flat=True))).values()
+    ((got_ts, values),) = reader.samples_read(
+        list(Series.objects.values_list("pk", flat=True))
+    ).values()
     assert got_ts.tolist() == ts.tolist()
     assert values.tolist() == [1.0] * 80 + [2.0] * 40
+
+
+def test_the_binary_forms_need_no_database() -> None:
+    """packing holds the Postgres epoch and the byte layouts that every layer converts
+    through, so it stays importable and testable without Django."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(packing.__file__).read_text(encoding="utf-8"))
+    roots = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    } | {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert roots <= {"__future__", "collections", "dataclasses", "datetime", "numpy", "struct"}

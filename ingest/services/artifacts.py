@@ -1,0 +1,96 @@
+"""An artifact's run state, written here only: claimed, progress, done (with its counts), failed.
+
+The load runs in one transaction, so a progress update made inside it would stay invisible
+until the end. ProgressReporter writes through a connection of its own, in autocommit; the
+loading transaction does not lock the artifact row (an advisory lock serialises loads
+instead), so the two never wait on each other.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import psycopg
+from django.db import connection
+from django.db.models import Q
+from django.utils import timezone
+
+from timeline.choices import RunStatus
+from timeline.models import Artifact
+
+MIN_INTERVAL_S = 0.5
+
+
+def artifact_claim(*, artifact_id: int) -> bool:
+    """Claim the row for this run. A 'running' row is re-claimed: with acks_late, a task is only
+    delivered again when the worker that ran it died, and its transaction died with it."""
+    return bool(
+        Artifact.objects.filter(
+            Q(status=RunStatus.PENDING) | Q(status=RunStatus.RUNNING), pk=artifact_id
+        ).update(status=RunStatus.RUNNING, started_at=timezone.now(), progress=0.05, error="")
+    )
+
+
+def artifact_progress(*, artifact_id: int, progress: float) -> None:
+    """Progress written outside any load transaction (visible at once)."""
+    Artifact.objects.filter(pk=artifact_id).update(progress=progress)
+
+
+def artifact_done(*, artifact: Artifact, counts: dict[str, Any], kind: str = "") -> Artifact:
+    """Record a finished load on the row, in the load's transaction (it commits with the rows
+    it loaded): status, counts of what was written, and the kind the parser settled on."""
+    artifact.status = RunStatus.DONE
+    artifact.progress = 1.0
+    artifact.kind = kind or artifact.kind
+    artifact.finished_at = timezone.now()
+    artifact.counts = counts
+    artifact.save()
+    return artifact
+
+
+def artifact_fail(*, artifact: Artifact, message: str) -> Artifact:
+    """Record why a load failed (after its transaction rolled back) and read the row back."""
+    Artifact.objects.filter(pk=artifact.pk).update(
+        status=RunStatus.FAILED, error=message[:5000], finished_at=timezone.now(), progress=1.0
+    )
+    artifact.refresh_from_db()
+    return artifact
+
+
+class ProgressReporter:
+    """Writes ``Artifact.progress`` (0..1) at most every MIN_INTERVAL_S seconds."""
+
+    def __init__(self, artifact_id: int, *, low: float = 0.05, high: float = 0.95) -> None:
+        self.artifact_id, self.low, self.high = artifact_id, low, high
+        self._conn: psycopg.Connection[Any] | None = None
+        self._last = 0.0
+
+    def report(self, fraction: float) -> None:
+        now = time.monotonic()
+        if now - self._last < MIN_INTERVAL_S:
+            return
+        self._last = now
+        value = self.low + (self.high - self.low) * min(max(fraction, 0.0), 1.0)
+        try:
+            if self._conn is None:
+                params = connection.get_connection_params()
+                params.pop("cursor_factory", None)
+                params.pop("context", None)
+                self._conn = psycopg.connect(**params, autocommit=True, connect_timeout=5)
+                # A progress figure lost in a crash is harmless: do not wait for the WAL flush
+                # of each one (~60 ms apiece while a big COPY fills the WAL).
+                self._conn.execute("SET synchronous_commit = off")
+            self._conn.execute(
+                "UPDATE timeline_artifact SET progress = %s WHERE id = %s AND status = %s",
+                [value, self.artifact_id, RunStatus.RUNNING.value],
+            )
+        except psycopg.Error:
+            self.close()  # progress is a courtesy: never fail the load over it
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None

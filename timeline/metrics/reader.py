@@ -1,0 +1,109 @@
+"""Samples and rollups read back as numpy arrays (ms since the Unix epoch, float64 values).
+
+Each series comes back as one row: its chunks (or rollup buckets) concatenated by the server
+into bytea strings that numpy reads with no Python object per sample.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+import numpy as np
+from django.db import connection
+
+from timeline.metrics import packing
+
+
+def _packed(
+    series_ids: Sequence[int], start: dt.datetime | None, end: dt.datetime | None
+) -> dict[int, tuple[bytes, bytes]]:
+    """The chunks of these series that reach into [start, end], concatenated per series in
+    time order: (packed times, packed values). Edge chunks reach past the window."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT series_id, string_agg(ts, ''::bytea ORDER BY bucket), "
+            "string_agg(vals, ''::bytea ORDER BY bucket) FROM timeline_samplechunk "
+            "WHERE series_id = ANY(%s) "
+            "AND bucket > COALESCE(%s::timestamptz - interval '1 hour', '-infinity') "
+            "AND bucket <= COALESCE(%s::timestamptz, 'infinity') GROUP BY series_id",
+            [list(series_ids), start, end],
+        )
+        return {int(sid): (bytes(t), bytes(v)) for sid, t, v in cur.fetchall()}
+
+
+def samples_read(
+    series_ids: Sequence[int],
+    start: dt.datetime | None = None,
+    end: dt.datetime | None = None,
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Samples of these series within [start, end] (ms since the Unix epoch, values), in time
+    order; series without samples there are left out."""
+    if not series_ids:
+        return {}
+    out = {}
+    for sid, (raw_ts, raw_values) in _packed(series_ids, start, end).items():
+        ts, values = packing.decode_ms(raw_ts, raw_values)
+        if start is not None or end is not None:
+            lo = ts.searchsorted(start.timestamp() * 1000, "left") if start else 0
+            hi = ts.searchsorted(end.timestamp() * 1000, "right") if end else len(ts)
+            ts, values = ts[lo:hi], values[lo:hi]
+        if len(ts):
+            out[sid] = (ts, values)
+    return out
+
+
+def samples_count(series_ids: Sequence[int] | None = None) -> int:
+    """Samples stored (of these series, or of all)."""
+    with connection.cursor() as cur:
+        if series_ids is None:
+            cur.execute("SELECT COALESCE(sum(n), 0) FROM timeline_samplechunk")
+        else:
+            cur.execute(
+                "SELECT COALESCE(sum(n), 0) FROM timeline_samplechunk WHERE series_id = ANY(%s)",
+                [list(series_ids)],
+            )
+        row = cur.fetchone()
+        return int(row[0]) if row else 0
+
+
+def rollups_read(
+    series_ids: Sequence[int], start: dt.datetime | None, end: dt.datetime | None
+) -> dict[int, tuple[np.ndarray, np.ndarray, int]]:
+    """Each minute's min and max as two points at their own times, with the samples the
+    buckets hold, per series; series without rollups (samples written around the writer) are
+    left out, to be read raw."""
+    if not series_ids:
+        return {}
+    sql = (
+        "SELECT series_id, string_agg(timestamptz_send(t_min), ''::bytea ORDER BY bucket), "
+        "string_agg(float8send(v_min), ''::bytea ORDER BY bucket), "
+        "string_agg(timestamptz_send(t_max), ''::bytea ORDER BY bucket), "
+        "string_agg(float8send(v_max), ''::bytea ORDER BY bucket), sum(n) "
+        "FROM timeline_samplerollup WHERE series_id = ANY(%s) "
+        "AND bucket >= COALESCE(%s::timestamptz - interval '1 minute', '-infinity') "
+        "AND bucket <= COALESCE(%s::timestamptz, 'infinity') GROUP BY series_id"
+    )
+    with connection.cursor() as cur:
+        cur.execute(sql, [list(series_ids), start, end])
+        rows = cur.fetchall()
+    out = {}
+    for sid, t_min, v_min, t_max, v_max, n in rows:
+        t1 = packing.unix_ms(np.frombuffer(t_min, dtype=">i8"))
+        t2 = packing.unix_ms(np.frombuffer(t_max, dtype=">i8"))
+        ts = np.empty(2 * len(t1), dtype=np.int64)
+        values = np.empty(2 * len(t1), dtype=np.float64)
+        first_is_min = t1 <= t2  # keep each bucket's two points in time order
+        ts[0::2] = np.where(first_is_min, t1, t2)
+        ts[1::2] = np.where(first_is_min, t2, t1)
+        v1 = np.frombuffer(v_min, dtype=">f8").astype(np.float64)
+        v2 = np.frombuffer(v_max, dtype=">f8").astype(np.float64)
+        values[0::2] = np.where(first_is_min, v1, v2)
+        values[1::2] = np.where(first_is_min, v2, v1)
+        if start is not None or end is not None:  # the edge buckets reach past the window
+            lo = start.timestamp() * 1000 if start else -np.inf
+            hi = end.timestamp() * 1000 if end else np.inf
+            keep = (ts >= lo) & (ts <= hi)
+            ts, values = ts[keep], values[keep]
+        out[int(sid)] = (ts, values, int(n))
+    return out
