@@ -365,14 +365,19 @@ def path_register(
             )
         )
         return outcome
-    for repo in _repositories(path):
+    try:
+        repos = _repositories(path)
+        files = list(_walk_files(path))
+    except git_client.UnsafeRepositoryError as exc:  # it reaches another repository: refused
+        raise IngestError(str(exc)) from None
+    for repo in repos:
         name = str(repo.relative_to(path)) if repo != path else repo.name
         _add(
             repository_register(
                 incident=incident, path=repo, name=name or path.name, options=options, user=user
             )
         )
-    for file in _walk_files(path):
+    for file in files:
         rel = file.relative_to(path)
         if rel.name in IGNORED_NAMES and len(rel.parts) == 1:
             continue
@@ -397,6 +402,15 @@ def _safe_member(name: str) -> PurePosixPath:
     if p.is_absolute() or ".." in p.parts or (p.parts and ":" in p.parts[0]):
         raise IngestError(f"archive member {name!r} would be written outside its folder")
     return p
+
+
+def _refuse_gitfile(name: str, rel: PurePosixPath) -> None:
+    """A file named .git is a gitfile: git would read whatever repository it names."""
+    if rel.name == ".git":
+        raise IngestError(
+            f"archive member {name!r} is a gitfile (a .git file pointing at a repository "
+            "elsewhere); a repository must be uploaded with its own .git folder"
+        )
 
 
 def extract_archive(archive: Path, into: Path) -> Path:
@@ -457,6 +471,7 @@ def _extract_zip(archive: Path, dest: Path, limit: int) -> None:
             if info.is_dir():
                 (dest / rel).mkdir(parents=True, exist_ok=True)
                 continue
+            _refuse_gitfile(info.filename, rel)
             mode = (info.external_attr >> 16) & 0o170000
             if mode == 0o120000:
                 raise IngestError(f"archive member {info.filename!r} is a link; links are refused")
@@ -484,6 +499,7 @@ def _extract_tar(archive: Path, dest: Path, limit: int) -> None:
                     f"archive member {member.name!r} is not a regular file; links and devices "
                     "are refused"
                 )
+            _refuse_gitfile(member.name, rel)
             out = dest / rel
             out.parent.mkdir(parents=True, exist_ok=True)
             src = tf.extractfile(member)
