@@ -5,6 +5,7 @@ DATABASE_URL / REDIS_URL unset -> embedded Postgres and Redis under .data/ (time
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import django_stubs_ext
@@ -35,6 +36,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.postgres",
+    "axes",
     "timeline",
     "ingest",
 ]
@@ -50,6 +52,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Every page needs a login unless its view is marked login_not_required.
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    # Turns a lockout (below) into the 429 page; must come last.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "timeline.urls"
@@ -102,6 +106,22 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Log-in throttling (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords, a username is
+# locked out from that client address for LOGIN_COOLOFF_MINUTES, right password or not. Keyed on
+# username AND address, so an attacker can neither lock a user out everywhere nor lock out other
+# users behind the same address. Attempts are rows in the database (shared by every process).
+# The address is REMOTE_ADDR: behind a reverse proxy, set AXES_IPWARE_* / install django-ipware.
+# The push API authenticates by bearer token, never through these backends, so it is unaffected.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out username+address
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = dt.timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True  # a good login forgets the failures before it
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False  # no start-up banner in every command's output
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "incident_list"
 LOGOUT_REDIRECT_URL = "login"
