@@ -1,15 +1,20 @@
-"""Embedded Postgres and Redis for a newcomer with no DATABASE_URL / REDIS_URL.
+"""Embedded Postgres and Redis for a newcomer with no DATABASE_URL / REDIS_URL, and the
+generated SECRET_KEY of a local install.
 
-Both live under ``.data/`` next to manage.py and keep running across commands (the first process
-that needs them starts them; later ones reuse them), so the web server, the worker and
-management commands share one database and one broker.
+All live under ``.data/`` next to manage.py. The servers keep running across commands (the first
+process that needs them starts them; later ones reuse them), so the web server, the worker and
+management commands share one database and one broker; ``./dev stop`` stops them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import socket
+import stat
 import subprocess
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -17,6 +22,39 @@ from pathlib import Path
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("TIMELINE_DATA_DIR", BASE_DIR / ".data"))
 DB_NAME = "timeline"
+
+
+def secret_key() -> str:
+    """The local install's SECRET_KEY: generated on first use, kept in ``.data/secret_key``.
+
+    Created with mode 0600 under a temporary name and linked into place, so processes starting
+    at once (web, worker, a command) all end up with the one key that won, never a half-written
+    one. A key file others can read is refused (RuntimeError), not used.
+    """
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=DATA_DIR, prefix=".secret_key.")  # mode 0600
+        try:
+            with os.fdopen(fd, "w") as out:
+                out.write(secrets.token_urlsafe(50) + "\n")
+                out.flush()
+                os.fsync(out.fileno())
+            # Atomic, and never replaces a key that another process made first.
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)
+        finally:
+            os.unlink(tmp)
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        raise RuntimeError(
+            f"{path} can be read by other users (mode {mode:o}); chmod 600 it, or delete it "
+            "to have a new key generated (everyone is logged out then)"
+        )
+    key = path.read_text(encoding="utf-8").strip()
+    if len(key) < 50:
+        raise RuntimeError(f"{path} holds no usable key; delete it to have a new one generated")
+    return key
 
 
 def postgres_url() -> str:
