@@ -12,6 +12,7 @@ import io
 import os
 import shutil
 import stat
+import tarfile
 import zipfile
 from io import StringIO
 from pathlib import Path
@@ -46,6 +47,18 @@ def _zip(members: dict[str, bytes]) -> io.BytesIO:
             zf.writestr(name, data)
     buf.seek(0)
     buf.name = "bundle.zip"
+    return buf
+
+
+def _tar(members: dict[str, bytes]) -> io.BytesIO:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    buf.name = "bundle.tar.gz"
     return buf
 
 
@@ -90,11 +103,12 @@ def _git_dir_members(prefix: str, **files: bytes) -> dict[str, bytes]:
     return members
 
 
+@pytest.mark.parametrize("archive", [_zip, _tar], ids=["zip", "tar.gz"])
 def test_an_uploaded_gitfile_is_refused_and_the_repository_it_names_is_not_read(
-    client, user, incident, other_repo
+    client, user, incident, other_repo, archive
 ):
     root, _ = other_repo
-    buf = _zip(
+    buf = archive(
         {
             "bundle/metrics/ok.prom": _ok_metrics(),
             "bundle/repo/.git": f"gitdir: {root / '.git'}\n".encode(),
