@@ -75,7 +75,7 @@ def test_hypothesis_evidence_confirmation_and_postmortem_in_the_browser(
     page.locator("#add-note").get_by_role("button", name="Add note").click()
     # The chart redraws the same window with the notes lane.
     page.wait_for_function(
-        "document.getElementById('timeline-chart').data.some(t => t.name === 'Notes')"
+        "() => document.getElementById('timeline-chart').data.some(t => t.name === 'Notes')"
     )
     note = Note.objects.get(incident=loaded)
     assert note.at.strftime("%Y-%m-%dT%H:%M:%S") == picked

@@ -92,7 +92,7 @@ def test_browser_renders_the_figure_opens_details_and_refetches_on_zoom(
     page.locator(".suspect-link").first.click()
     page.wait_for_selector("#detail .finding-detail")
     assert "SGLANG_SM120_MMA_TARGET_CTAS" in page.locator("#detail").inner_text()
-    page.wait_for_function("document.querySelector('#timeline-chart').dataset.loads >= '2'")
+    page.wait_for_function("() => document.querySelector('#timeline-chart').dataset.loads >= '2'")
 
     # A click on a config-change marker opens its detail in the side panel.
     page.evaluate(
@@ -111,7 +111,7 @@ def test_browser_renders_the_figure_opens_details_and_refetches_on_zoom(
              {'xaxis.range[0]': '2026-11-20 23:30:00', 'xaxis.range[1]': '2026-11-20 23:50:00'})"""
     )
     page.wait_for_function(
-        f"Number(document.querySelector('#timeline-chart').dataset.loads) > {loads}"
+        f"() => Number(document.querySelector('#timeline-chart').dataset.loads) > {loads}"
     )
     page.wait_for_selector("#timeline-chart[data-state=ready]")
     screenshot(page, "timeline-zoomed")

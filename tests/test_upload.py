@@ -34,7 +34,8 @@ def test_uploading_several_files_ingests_them_on_the_worker(
     )
     # The status table polls while work runs and settles on every file done.
     page.wait_for_function(
-        "document.querySelectorAll('#artifact-table .status-done').length === 3", timeout=30_000
+        "() => document.querySelectorAll('#artifact-table .status-done').length === 3",
+        timeout=30_000,
     )
     text = page.locator("#artifact-table").inner_text()
     assert "sglang_log" in text and "harness_jsonl" in text and "prometheus_query_range" in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from urllib.parse import unquote, urlsplit
 
@@ -66,3 +67,17 @@ def database_from_url(url: str) -> dict[str, object]:
         "CONN_HEALTH_CHECKS": True,
         "OPTIONS": {},
     }
+
+
+def is_local_database(url: str) -> bool:
+    """True when DATABASE_URL is unset (the embedded server) or names this machine: a loopback
+    address, localhost, or a Unix socket (no host, or a host that is a directory)."""
+    if not url:
+        return True
+    host = str(database_from_url(url)["HOST"])
+    if not host or host.startswith("/") or host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -5,12 +5,22 @@ DATABASE_URL / REDIS_URL unset -> embedded Postgres and Redis under .data/ (time
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import django_stubs_ext
+from csp.constants import NONE, SELF, UNSAFE_INLINE
 
 from timeline import embedded
-from timeline.env import ConfigError, database_from_url, env_bool, env_int, env_list, env_str
+from timeline.env import (
+    ConfigError,
+    database_from_url,
+    env_bool,
+    env_int,
+    env_list,
+    env_str,
+    is_local_database,
+)
 
 # Generic classes such as admin.ModelAdmin[Model] are subscriptable at run time too.
 django_stubs_ext.monkeypatch()
@@ -18,12 +28,25 @@ django_stubs_ext.monkeypatch()
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("DEBUG", False)
+# Local mode: everything runs on this one machine, so a key generated into .data/secret_key
+# serves every process. That is a database that is embedded (no DATABASE_URL) or on this machine
+# (loopback or a Unix socket, as for ./dev test and CI), DEBUG, or LOCAL=1 said outright (LOCAL=0
+# says the opposite). Anything else is a shared deployment: several hosts must share one key, so
+# it must bring SECRET_KEY itself.
+LOCAL = env_bool("LOCAL", is_local_database(env_str("DATABASE_URL")) or DEBUG)
 SECRET_KEY = env_str("SECRET_KEY")
 if not SECRET_KEY:
-    if not DEBUG and env_bool("REQUIRE_SECRET_KEY", False):
-        raise ConfigError("SECRET_KEY is required when REQUIRE_SECRET_KEY is set")
-    # Local default for the demo and tests; production sets SECRET_KEY (and REQUIRE_SECRET_KEY=1).
-    SECRET_KEY = "local-only-insecure-key-set-SECRET_KEY-in-production"  # noqa: S105
+    if not LOCAL:
+        raise ConfigError(
+            "SECRET_KEY is not set. A shared deployment (a database on another host) needs its "
+            "own: a long random string, e.g. from python -c 'import secrets; "
+            "print(secrets.token_urlsafe(50))', the same for the web server and the workers. "
+            "On a machine of your own, set LOCAL=1 to use a key generated into .data/secret_key."
+        )
+    try:
+        SECRET_KEY = embedded.secret_key()
+    except (OSError, RuntimeError) as exc:
+        raise ConfigError(f"SECRET_KEY: {exc}") from None
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -35,12 +58,14 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.postgres",
+    "axes",
     "timeline",
     "ingest",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -50,6 +75,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Every page needs a login unless its view is marked login_not_required.
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    # Turns a lockout (below) into the 429 page; must come last.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "timeline.urls"
@@ -103,6 +130,22 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Log-in throttling (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords, a username is
+# locked out from that client address for LOGIN_COOLOFF_MINUTES, right password or not. Keyed on
+# username AND address, so an attacker can neither lock a user out everywhere nor lock out other
+# users behind the same address. Attempts are rows in the database (shared by every process).
+# The address is REMOTE_ADDR: behind a reverse proxy, set AXES_IPWARE_* / install django-ipware.
+# The push API authenticates by bearer token, never through these backends, so it is unaffected.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out username+address
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = dt.timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True  # a good login forgets the failures before it
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False  # no start-up banner in every command's output
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "incident_list"
 LOGOUT_REDIRECT_URL = "login"
@@ -134,9 +177,41 @@ CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the cookie-free meta t
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 
+# HTTPS=1: the site is served over TLS only. One switch for the settings `check --deploy` asks
+# for; each can still be set on its own. A TLS-terminating proxy in front must set
+# X-Forwarded-Proto (and drop it from clients): say so with BEHIND_TLS_PROXY=1.
+HTTPS = env_bool("HTTPS", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", HTTPS)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", HTTPS)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", HTTPS)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600 if HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", HTTPS)
+if env_bool("BEHIND_TLS_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Content-Security-Policy (django-csp; Django 5.2 has none built in, 6.0's SECURE_CSP takes the
+# same dict): only the app's own scripts run (static/app and static/vendor), no inline script,
+# no eval, nothing framed, nothing posted elsewhere.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # axes logs every login and failure at INFO; its lockouts are warnings, and those stay.
+    "loggers": {"axes": {"level": "WARNING"}},
 }

@@ -2,16 +2,29 @@
 
 An I/O client: it runs ``git`` in a subprocess with a deadline and returns plain
 :class:`~ingest.parsers.gitlog.CommitInfo` values for the pure parser to turn into records.
-Repositories may come from uploaded bundles, so git is told not to run anything the repository's
-own config could ask for (external diff drivers, textconv filters, fsmonitor hooks).
+
+Repositories may come from uploaded bundles, so they are treated as hostile:
+
+* A repository must be self-contained in its own folder. Before git runs at all, ``.git`` must
+  be a real folder (not a gitfile, not a symbolic link), with no ``commondir`` file, no
+  ``objects/info/alternates`` and no symbolic link inside it that leads out of the folder;
+  otherwise :class:`UnsafeRepositoryError`. Every git command goes through :func:`_open`, so no
+  entry point can skip the check.
+* git runs pinned to that folder: ``GIT_DIR`` / ``GIT_WORK_TREE`` set explicitly, no discovery
+  above it, no system or global config, an empty ``HOME``, no hooks, ``safe.directory`` naming
+  only this folder, and no ``GIT_*`` variable inherited from the caller.
+* git is told not to run anything the repository's own config could ask for (external diff
+  drivers, textconv filters, fsmonitor hooks, pagers, signature checks).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import os
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,47 +41,98 @@ _ZERO_OID = frozenset({"0" * 40, "0" * 64})
 _REGULAR_FILE_MODES = frozenset({"100644", "100755"})
 # A config or doc bigger than this is not a hand-written setting file; skip it, keep memory flat.
 MAX_TEXT_BYTES = 4 * 1024 * 1024
-# Git variables that would point `git -C path` at some other repository (e.g. inside a hook).
-_GIT_ENV_DROP = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_CEILING_DIRECTORIES",
-    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+_SELF_CONTAINED = (
+    "an uploaded repository must be self-contained: upload a plain clone "
+    "(git clone --no-local, then git repack -a -d) with its own .git folder"
 )
 
 
-def is_repository(path: Path) -> bool:
-    """True when ``path`` is the top of a git work tree, or a bare repository itself.
+class UnsafeRepositoryError(ValueError):
+    """A repository that reaches outside its own folder; git is never run on it."""
 
-    A directory that merely sits inside some other repository is not one.
-    """
+
+@dataclass(frozen=True)
+class _Repo:
+    """A repository that passed the containment check: where git is pinned to."""
+
+    top: Path  # the folder given, resolved: the work tree, or the bare repository itself
+    git_dir: Path
+    work_tree: Path | None
+
+
+def _open(path: Path) -> _Repo | None:
+    """The repository whose top is ``path`` (None when there is none), checked to be
+    self-contained; raises UnsafeRepositoryError when it reaches out of its folder."""
     if not path.is_dir():
-        return False
-    # A cheap look before spawning git: bundle walks ask this of every directory.
-    bare_like = (path / "HEAD").is_file() and (path / "objects").is_dir()
-    if not (path / ".git").exists() and not bare_like:
-        return False
-    deadline = time.monotonic() + 10.0
-    try:
-        out = _git(path, ["rev-parse", "--is-bare-repository", "--absolute-git-dir"], deadline)
-    except RuntimeError:
-        return False
-    lines = out.decode("utf-8", errors="replace").splitlines()
-    if len(lines) < 2:
-        return False
-    target = path.resolve()
-    if lines[0].strip() == "true":
-        return Path(lines[1].strip()).resolve() == target
-    try:
-        top = _git(path, ["rev-parse", "--show-toplevel"], deadline)
-    except RuntimeError:
-        return False
-    return Path(top.decode("utf-8", errors="replace").strip()).resolve() == target
+        return None
+    top = path.resolve()
+    dot_git = top / ".git"
+    if dot_git.is_symlink():
+        raise UnsafeRepositoryError(
+            f"{top.name}/.git is a symbolic link; git data reached through links is refused "
+            f"({_SELF_CONTAINED})"
+        )
+    if dot_git.exists() and not dot_git.is_dir():
+        raise UnsafeRepositoryError(
+            f"{top.name}/.git is a file, not a folder: a gitfile pointing at a repository "
+            f"elsewhere, which is refused ({_SELF_CONTAINED})"
+        )
+    if dot_git.is_dir():
+        repo = _Repo(top=top, git_dir=dot_git, work_tree=top)
+    elif (top / "HEAD").is_file() and (top / "objects").is_dir():
+        repo = _Repo(top=top, git_dir=top, work_tree=None)  # a bare repository
+    else:
+        return None
+    _check_contained(repo)
+    return repo
+
+
+def _check_contained(repo: _Repo) -> None:
+    """Refuse the ways a git folder can make git read another repository: ``commondir``,
+    alternates, and symbolic links whose target lies outside the repository's folder."""
+    label = repo.top.name if repo.work_tree is None else f"{repo.top.name}/.git"
+    if os.path.lexists(repo.git_dir / "commondir"):
+        raise UnsafeRepositoryError(
+            f"{label}/commondir names another repository's git folder to share; "
+            f"refused ({_SELF_CONTAINED})"
+        )
+    for dirpath, dirnames, filenames in os.walk(repo.git_dir):  # links are not followed
+        for name in dirnames + filenames:
+            entry = Path(dirpath) / name
+            if not entry.is_symlink():
+                continue
+            try:
+                target = entry.resolve()
+            except (RuntimeError, OSError):  # a loop of links
+                target = Path("/")
+            if target != repo.top and repo.top not in target.parents:
+                rel = entry.relative_to(repo.git_dir)
+                raise UnsafeRepositoryError(
+                    f"{label}/{rel} is a symbolic link out of the repository's folder; git "
+                    f"data reached through links is refused ({_SELF_CONTAINED})"
+                )
+    for alternates in ("objects/info/alternates", "objects/info/http-alternates"):
+        entry = repo.git_dir / alternates
+        if not os.path.lexists(entry):
+            continue
+        if entry.is_file():
+            with open(entry, "rb") as src:
+                lines = src.read(64 * 1024).decode("utf-8", errors="replace").splitlines()
+            if not any(line.strip() and not line.startswith("#") for line in lines):
+                continue  # an empty list borrows nothing
+        raise UnsafeRepositoryError(
+            f"{label}/{alternates} borrows objects from another repository; "
+            f"refused ({_SELF_CONTAINED})"
+        )
+
+
+def is_repository(path: Path) -> bool:
+    """True when ``path`` is the top of a git work tree (it holds a ``.git`` folder), or a bare
+    repository itself. A directory that merely sits inside some other repository is not one.
+
+    Raises UnsafeRepositoryError for a repository that reaches outside its folder.
+    """
+    return _verified(Path(path)) is not None
 
 
 def is_repository_root(path: Path) -> bool:
@@ -76,12 +140,33 @@ def is_repository_root(path: Path) -> bool:
     return is_repository(path)
 
 
+def _verified(path: Path) -> _Repo | None:
+    """:func:`_open`, then git itself agrees that it is a repository."""
+    repo = _open(path)
+    if repo is None:
+        return None
+    try:
+        _git(repo, ["rev-parse", "--git-dir"], time.monotonic() + 10.0)
+    except RuntimeError:
+        return None  # HEAD and objects/ that are not a repository after all
+    return repo
+
+
+def _checked(path: Path) -> _Repo:
+    repo = _verified(Path(path))
+    if repo is None:
+        raise ValueError(
+            f"{path} is not a git repository: expected the top directory of a work tree "
+            "(the one holding .git) or a bare repository"
+        )
+    return repo
+
+
 def head(path: Path, *, timeout: float = 10.0) -> str:
-    """HEAD's commit hash ("" for a repository without commits); ValueError if no repository."""
-    path = Path(path)
-    if not is_repository(path):
-        raise ValueError(f"{path} is not a git repository")
-    proc = _run(path, ["rev-parse", "--verify", "--quiet", "HEAD"], time.monotonic() + timeout)
+    """HEAD's commit hash ("" for a repository without commits); ValueError if no repository
+    (UnsafeRepositoryError, a ValueError, if it reaches outside its folder)."""
+    repo = _checked(path)
+    proc = _run(repo, ["rev-parse", "--verify", "--quiet", "HEAD"], time.monotonic() + timeout)
     return proc.stdout.decode("ascii", errors="replace").strip() if proc.returncode == 0 else ""
 
 
@@ -94,20 +179,16 @@ def read_repository(
     first parent; side-branch commits carry none, since their settings reach the deployed line
     with the merge. If the history is longer than ``max_commits``, the newest ``max_commits``
     are returned and a warning is logged.
-    Raises ValueError if ``path`` is not a repository, RuntimeError when git fails or times out.
+    Raises ValueError if ``path`` is not a repository (UnsafeRepositoryError if it reaches
+    outside its folder), RuntimeError when git fails or times out.
     """
-    path = Path(path)
-    if not is_repository(path):
-        raise ValueError(
-            f"{path} is not a git repository: expected the top directory of a work tree "
-            "(the one holding .git) or a bare repository"
-        )
+    repo = _checked(path)
     deadline = time.monotonic() + timeout
-    head = _run(path, ["rev-parse", "--verify", "--quiet", "HEAD"], deadline)
+    head = _run(repo, ["rev-parse", "--verify", "--quiet", "HEAD"], deadline)
     if head.returncode != 0:
         return []  # an empty repository: no commit yet
     out = _git(
-        path,
+        repo,
         [
             "log",
             "--reverse",
@@ -129,30 +210,45 @@ def read_repository(
         ],
         deadline,
     )
-    raw_commits = [_parse_record(record, path) for record in out.split(_MARK) if record]
+    raw_commits = [_parse_record(record, repo.top) for record in out.split(_MARK) if record]
     if len(raw_commits) > max_commits:
         logger.warning(
             "%s: history is longer than %d commits; reading only the newest %d",
-            path,
+            repo.top,
             max_commits,
             max_commits,
         )
         raw_commits = raw_commits[len(raw_commits) - max_commits :]
     # Settings are diffed along HEAD's first-parent line only: a side-branch commit changes
     # nothing on the deployed line until its merge, and diffing both would report it twice.
-    mainline = set(_git(path, ["rev-list", "--first-parent", "HEAD"], deadline).decode().split())
+    mainline = set(_git(repo, ["rev-list", "--first-parent", "HEAD"], deadline).decode().split())
     diffed = [raw for raw in raw_commits if raw.hash in mainline]
-    blobs = _read_blobs(path, _wanted_blobs(diffed), deadline)
+    blobs = _read_blobs(repo, _wanted_blobs(diffed), deadline)
     return [_commit_info(raw, blobs, with_texts=raw.hash in mainline) for raw in raw_commits]
 
 
 # --- running git --------------------------------------------------------------------------------
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
+@functools.cache
+def _empty_home() -> str:
+    """An empty folder for HOME / XDG_CONFIG_HOME: no ~/.gitconfig, no user attributes."""
+    return tempfile.mkdtemp(prefix="timeline-git-home-")
+
+
+def _env(repo: _Repo) -> dict[str, str]:
+    # Nothing GIT_* from the caller: GIT_DIR, GIT_ALTERNATE_OBJECT_DIRECTORIES,
+    # GIT_CONFIG_PARAMETERS and friends would all point git somewhere else.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(
         {
+            "GIT_DIR": str(repo.git_dir),
+            "GIT_CEILING_DIRECTORIES": str(repo.top.parent),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_ATTR_NOSYSTEM": "1",
+            "HOME": _empty_home(),
+            "XDG_CONFIG_HOME": _empty_home(),
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_OPTIONAL_LOCKS": "0",
             "GIT_NO_REPLACE_OBJECTS": "1",
@@ -160,19 +256,26 @@ def _env() -> dict[str, str]:
             "LC_ALL": "C",
         }
     )
+    if repo.work_tree is not None:
+        env["GIT_WORK_TREE"] = str(repo.work_tree)
     return env
 
 
 def _run(
-    path: Path, args: list[str], deadline: float, stdin: bytes | None = None
+    repo: _Repo, args: list[str], deadline: float, stdin: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
     remaining = deadline - time.monotonic()
     if remaining <= 0:
-        raise RuntimeError(f"git {args[0]} in {path}: out of time before it could start")
+        raise RuntimeError(f"git {args[0]} in {repo.top}: out of time before it could start")
     command = [
         "git",
+        "--no-pager",
         "-C",
-        str(path),
+        str(repo.top),
+        "-c",
+        f"safe.directory={repo.work_tree or repo.git_dir}",
+        "-c",
+        "core.hooksPath=/dev/null",
         "-c",
         "core.fsmonitor=false",
         "-c",
@@ -187,7 +290,7 @@ def _run(
             input=stdin,
             capture_output=True,
             timeout=remaining,
-            env=_env(),
+            env=_env(repo),
             check=False,
         )
     except FileNotFoundError:
@@ -195,15 +298,15 @@ def _run(
             "the git command-line tool is not installed (no 'git' on PATH)"
         ) from None
     except subprocess.TimeoutExpired:
-        raise RuntimeError(f"git {args[0]} in {path} timed out (deadline reached)") from None
+        raise RuntimeError(f"git {args[0]} in {repo.top} timed out (deadline reached)") from None
 
 
-def _git(path: Path, args: list[str], deadline: float, stdin: bytes | None = None) -> bytes:
-    proc = _run(path, args, deadline, stdin)
+def _git(repo: _Repo, args: list[str], deadline: float, stdin: bytes | None = None) -> bytes:
+    proc = _run(repo, args, deadline, stdin)
     if proc.returncode != 0:
         stderr = proc.stderr.decode("utf-8", errors="replace").strip()
         raise RuntimeError(
-            f"git {args[0]} failed in {path} (exit {proc.returncode}): {stderr or 'no message'}"
+            f"git {args[0]} failed in {repo.top} (exit {proc.returncode}): {stderr or 'no message'}"
         )
     return proc.stdout
 
@@ -342,12 +445,12 @@ def _wanted_blobs(commits: list[_RawCommit]) -> list[str]:
     return list(oids)
 
 
-def _read_blobs(path: Path, oids: list[str], deadline: float) -> dict[str, str | None]:
+def _read_blobs(repo: _Repo, oids: list[str], deadline: float) -> dict[str, str | None]:
     """Blob texts by id (None if too big): one ``cat-file --batch-check``, one ``--batch``."""
     if not oids:
         return {}
     sizes: dict[str, int] = {}
-    check = _git(path, ["cat-file", "--batch-check"], deadline, ("\n".join(oids) + "\n").encode())
+    check = _git(repo, ["cat-file", "--batch-check"], deadline, ("\n".join(oids) + "\n").encode())
     for line in check.decode("utf-8", errors="replace").splitlines():
         parts = line.split()
         if len(parts) == 3 and parts[1] == "blob":
@@ -356,7 +459,7 @@ def _read_blobs(path: Path, oids: list[str], deadline: float) -> dict[str, str |
     texts: dict[str, str | None] = dict.fromkeys(oids)
     if not small:
         return texts
-    out = _git(path, ["cat-file", "--batch"], deadline, ("\n".join(small) + "\n").encode())
+    out = _git(repo, ["cat-file", "--batch"], deadline, ("\n".join(small) + "\n").encode())
     pos = 0
     while pos < len(out):
         end = out.index(b"\n", pos)

@@ -33,6 +33,15 @@ def _safe_member(name: str) -> PurePosixPath:
     return p
 
 
+def _refuse_gitfile(name: str, rel: PurePosixPath) -> None:
+    """A file named .git is a gitfile: git would read whatever repository it names."""
+    if rel.name == ".git":
+        raise IngestError(
+            f"archive member {name!r} is a gitfile (a .git file pointing at a repository "
+            "elsewhere); a repository must be uploaded with its own .git folder"
+        )
+
+
 def extract_archive(archive: Path, into: Path) -> Path:
     """Extract into ``into/<sha256>/`` with every member checked (an archive extracted before
     is not extracted again); returns the bundle root."""
@@ -89,6 +98,7 @@ def _extract_zip(archive: Path, dest: Path, limit: int) -> None:
             if info.is_dir():
                 (dest / rel).mkdir(parents=True, exist_ok=True)
                 continue
+            _refuse_gitfile(info.filename, rel)
             mode = (info.external_attr >> 16) & 0o170000
             if mode == 0o120000:
                 raise IngestError(f"archive member {info.filename!r} is a link; links are refused")
@@ -116,6 +126,7 @@ def _extract_tar(archive: Path, dest: Path, limit: int) -> None:
                     f"archive member {member.name!r} is not a regular file; links and devices "
                     "are refused"
                 )
+            _refuse_gitfile(member.name, rel)
             out = dest / rel
             out.parent.mkdir(parents=True, exist_ok=True)
             src = tf.extractfile(member)

@@ -171,14 +171,19 @@ def path_register(
             )
         )
         return outcome
-    for repo in _repositories(path):
+    try:
+        repos = _repositories(path)
+        files = list(_walk_files(path))
+    except git_client.UnsafeRepositoryError as exc:  # it reaches another repository: refused
+        raise IngestError(str(exc)) from None
+    for repo in repos:
         name = str(repo.relative_to(path)) if repo != path else repo.name
         _add(
             repository_register(
                 incident=incident, path=repo, name=name or path.name, options=options, user=user
             )
         )
-    for file in _walk_files(path):
+    for file in files:
         rel = file.relative_to(path)
         if rel.name in IGNORED_NAMES and len(rel.parts) == 1:
             continue

@@ -42,7 +42,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CONVERTER_RE = re.compile(r"<(?:(\w+):)?(\w+)>")
 # Regex routes cannot be filled in generically: one example path each (a new one fails the walk).
 REGEX_EXAMPLES = {
-    "admin/^(?P<app_label>auth|timeline)/$": "admin/timeline/",
+    "admin/^(?P<app_label>auth|axes|timeline)/$": "admin/timeline/",
     "admin/(?P<url>.*)$": "admin/no-such-page/",
 }
 PUBLIC = {"login", "admin:login"}  # the only pages an anonymous user may see
