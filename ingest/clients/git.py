@@ -11,8 +11,8 @@ Repositories may come from uploaded bundles, so they are treated as hostile:
   otherwise :class:`UnsafeRepositoryError`. Every git command goes through :func:`_open`, so no
   entry point can skip the check.
 * git runs pinned to that folder: ``GIT_DIR`` / ``GIT_WORK_TREE`` set explicitly, no discovery
-  above it, no system or global config, an empty ``HOME``, no hooks, ``safe.directory`` naming
-  only this folder, and no ``GIT_*`` variable inherited from the caller.
+  above it, no system or global config, a ``HOME`` where nothing can exist, no hooks,
+  ``safe.directory`` naming only this folder, and no ``GIT_*`` variable inherited from the caller.
 * git is told not to run anything the repository's own config could ask for (external diff
   drivers, textconv filters, fsmonitor hooks, pagers, signature checks).
 """
@@ -20,11 +20,9 @@ Repositories may come from uploaded bundles, so they are treated as hostile:
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import logging
 import os
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -230,10 +228,9 @@ def read_repository(
 # --- running git --------------------------------------------------------------------------------
 
 
-@functools.cache
-def _empty_home() -> str:
-    """An empty folder for HOME / XDG_CONFIG_HOME: no ~/.gitconfig, no user attributes."""
-    return tempfile.mkdtemp(prefix="timeline-git-home-")
+# HOME and XDG_CONFIG_HOME for git: a path under which no file can exist, so no user config,
+# attributes or ignore file can be planted for it (and no folder is left behind per process).
+_NO_HOME = os.path.join(os.devnull, "no-home")
 
 
 def _env(repo: _Repo) -> dict[str, str]:
@@ -247,8 +244,8 @@ def _env(repo: _Repo) -> dict[str, str]:
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": os.devnull,
             "GIT_ATTR_NOSYSTEM": "1",
-            "HOME": _empty_home(),
-            "XDG_CONFIG_HOME": _empty_home(),
+            "HOME": _NO_HOME,
+            "XDG_CONFIG_HOME": _NO_HOME,
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_OPTIONAL_LOCKS": "0",
             "GIT_NO_REPLACE_OBJECTS": "1",

@@ -193,8 +193,9 @@ def test_a_registered_repository_is_checked_again_before_it_is_read(
 
 
 def test_git_runs_pinned_to_the_repository_with_no_outside_config(tmp_path, monkeypatch):
-    """What the git processes see: GIT_DIR/GIT_WORK_TREE pinned, no system or global config, an
-    empty HOME, no hooks, safe.directory naming only this repository, nothing inherited."""
+    """What the git processes see: GIT_DIR/GIT_WORK_TREE pinned, no system or global config, a
+    HOME where nothing can exist, no hooks, safe.directory naming only this repository, and
+    nothing inherited."""
     repo = Repo(tmp_path / "repo")
     repo.write(".env", "A=1\n")
     repo.commit("first", "2026-11-20T07:30:00-08:00")
@@ -230,8 +231,8 @@ def test_git_runs_pinned_to_the_repository_with_no_outside_config(tmp_path, monk
         assert env["GIT_CONFIG_GLOBAL"] == os.devnull
         assert "GIT_ALTERNATE_OBJECT_DIRECTORIES" not in env
         assert "GIT_CONFIG_PARAMETERS" not in env
-        home = Path(env["HOME"])
-        assert home.is_dir() and not any(home.iterdir())
+        assert env["HOME"] == env["XDG_CONFIG_HOME"]
+        assert not os.path.lexists(env["HOME"])  # no ~/.gitconfig, ~/.config/git/attributes
         assert "core.hooksPath=/dev/null" in args
         assert [a for a in args if a.startswith("safe.directory=")] == [f"safe.directory={top}"]
 
