@@ -52,3 +52,31 @@ def test_the_evidence_vocabulary_imports_nothing_but_the_standard_library():
     imported = set().union(*(_imported_roots(p.read_text(encoding="utf-8")) for p in modules))
 
     assert imported <= {"__future__", "dataclasses", "enum", "typing"}
+
+
+PARSERS = ROOT / "ingest" / "parsers"
+
+
+def test_the_parsers_import_no_django_and_no_io_modules():
+    modules = sorted(PARSERS.rglob("*.py"))
+    assert len(modules) >= 15
+
+    offending = {
+        str(path.relative_to(PARSERS)): sorted(
+            _imported_roots(path.read_text(encoding="utf-8")) & FORBIDDEN
+        )
+        for path in modules
+    }
+
+    assert {name: found for name, found in offending.items() if found} == {}
+
+
+def test_the_parsers_never_call_open():
+    calls = [
+        path.name
+        for path in PARSERS.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open"
+    ]
+
+    assert calls == []
