@@ -173,3 +173,46 @@ def test_the_cli_summary_prints_each_artifacts_warnings(incident, tmp_path):
     text = out.getvalue()
     assert "1 warning(s):" in text
     assert "5 samples dropped: duplicate timestamps" in text
+
+
+@pytest.mark.django_db
+def test_the_real_corpus_ingests_with_every_record_stored_or_counted(incident, tmp_path):
+    bundle = tmp_path / "corpus"
+    files = [
+        p
+        for p in [*REAL.glob("*"), *(REAL / "sglang").glob("*")]
+        if p.is_file() and p.suffix not in (".sh", ".md", ".py") and p.name != "versions.txt"
+    ]
+    for path in files:
+        target = bundle / path.relative_to(REAL)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target)
+    artifacts = {a.name: a for a in _ingest(incident, bundle, SCRAPED_AT)}
+    for artifact in artifacts.values():
+        artifact.refresh_from_db()
+    failed = {name: a.error for name, a in artifacts.items() if a.status != RunStatus.DONE}
+    assert set(failed) == {
+        "query_range_error_bad_data.json",
+        "sglang/shipped_tab_export_newest_first.tsv",
+    }
+    assert "Prometheus returned an error (bad_data)" in failed["query_range_error_bad_data.json"]
+    # The four copies of one SGLang excerpt (plain and behind three shippers' prefixes) are one
+    # server's history: the first stores the samples, the others report theirs as duplicates.
+    shipped = [
+        artifacts[name].counts
+        for name in (
+            "sglang/pr22166_prefill_and_decode_same_second.log",
+            "sglang/shipped_cloud_logging.log",
+            "sglang/shipped_kubectl_timestamps.log",
+            "sglang/shipped_tab_export.tsv",
+        )
+    ]
+    assert sum(c["samples"] for c in shipped) == 10
+    dropped = [w for c in shipped for w in c["warnings"] if "samples dropped" in w]
+    assert [w.split(" ", 1)[0] for w in dropped] == ["10", "10", "10"]
+    # Nothing else was lost without a word: each done file stored what it parsed or said why.
+    for name, artifact in artifacts.items():
+        if artifact.status == RunStatus.DONE and artifact.counts["samples"] < artifact.counts.get(
+            "series", 0
+        ):
+            assert any("dropped" in w for w in artifact.counts["warnings"]), name
