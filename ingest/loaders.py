@@ -10,17 +10,19 @@ import datetime as dt
 import hashlib
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from evidence.vocabulary import EventKind, Lane
+from ingest.parsers.series import series_repr
 from ingest.parsers.types import (
     ConfigChangeRecord,
     EventRecord,
     SampleBlock,
 )
 from timeline.metrics.series import SeriesSpec, series_ids_for
-from timeline.metrics.writer import samples_write
+from timeline.metrics.writer import samples_write_counted
 from timeline.models import Artifact, ConfigChange, Event, Incident
 
 EVENT_BATCH = 2000
@@ -79,15 +81,34 @@ def config_change_event(rec: ConfigChangeRecord) -> EventRecord:
     )
 
 
+@dataclass
+class LoadedEvents:
+    """The events of one load: fingerprint -> id of every one of them, and the records that
+    added no row, with why (the artifact's warnings report them)."""
+
+    ids: dict[str, int] = field(default_factory=dict)
+    repeated: int = 0  # the same kind and key again in the same load: the first was kept
+    existing: int = 0  # already on the timeline, loaded from another file
+
+
 def load_events(
     incident: Incident, artifact: Artifact | None, records: Sequence[EventRecord]
 ) -> dict[str, int]:
     """Upsert events on (incident, fingerprint); returns fingerprint -> id for all of them."""
+    return load_events_counted(incident, artifact, records).ids
+
+
+def load_events_counted(
+    incident: Incident, artifact: Artifact | None, records: Sequence[EventRecord]
+) -> LoadedEvents:
+    """As :func:`load_events`, counting the records that added no row."""
+    out = LoadedEvents()
     rows = []
     seen: set[str] = set()
     for rec in records:
         fp = fingerprint(rec.kind, rec.key)
         if fp in seen:
+            out.repeated += 1
             continue
         seen.add(fp)
         rows.append(
@@ -105,17 +126,19 @@ def load_events(
                 fingerprint=fp,
             )
         )
-    ids: dict[str, int] = {}
+    own = artifact.pk if artifact is not None else None
     for start in range(0, len(rows), EVENT_BATCH):
         batch = rows[start : start + EVENT_BATCH]
         Event.objects.bulk_create(batch, ignore_conflicts=True)
         fps = [e.fingerprint for e in batch]
-        ids.update(
-            Event.objects.filter(incident=incident, fingerprint__in=fps).values_list(
-                "fingerprint", "id"
-            )
+        found = Event.objects.filter(incident=incident, fingerprint__in=fps).values_list(
+            "fingerprint", "id", "artifact_id"
         )
-    return ids
+        for fp, pk, artifact_id in found:
+            out.ids[fp] = pk
+            # A load runs in one transaction, so a row of another artifact was there before.
+            out.existing += own is not None and artifact_id != own
+    return out
 
 
 def load_config_changes(
@@ -158,21 +181,55 @@ def load_samples(
 ) -> int:
     """Create missing series, then store every sample (timeline.metrics: hourly chunks, one
     binary COPY for the new hours, a merge for hours already stored). Returns samples written."""
+    return load_samples_counted(incident, artifact, blocks).written
+
+
+@dataclass
+class LoadedSamples:
+    """Samples written, and per series (as ``name{labels}``) the samples not written because
+    the series already had one at that time (stored earlier, or repeated in this load): the
+    first value stays."""
+
+    written: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def dropped_total(self) -> int:
+        return sum(self.dropped.values())
+
+
+def load_samples_counted(
+    incident: Incident, artifact: Artifact | None, blocks: Iterable[SampleBlock]
+) -> LoadedSamples:
+    """As :func:`load_samples`, counting per series the samples that added nothing."""
     blocks = [b for b in blocks if len(b.ts_ms)]
+    out = LoadedSamples()
     if not blocks:
-        return 0
+        return out
     series_ids = series_ids_for(incident, artifact, [series_spec(b) for b in blocks])
-    return samples_write(
+    added = samples_write_counted(
         [
             (sid, np.frombuffer(b.ts_ms, dtype=np.int64), np.frombuffer(b.values, dtype=np.float64))
             for sid, b in zip(series_ids, blocks, strict=True)
         ]
     )
+    given: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for sid, block in zip(series_ids, blocks, strict=True):
+        given[sid] = given.get(sid, 0) + len(block.ts_ms)
+        names.setdefault(sid, series_repr(block.key))
+    out.written = sum(added.values())
+    for sid, n in given.items():
+        if n > added.get(sid, 0):
+            out.dropped[names[sid]] = n - added.get(sid, 0)
+    return out
 
 
 def series_spec(block: SampleBlock) -> SeriesSpec:
     """What the metrics store needs to know of a parsed block's series."""
-    return SeriesSpec(block.key.name, block.key.labels, block.type, block.unit, block.help)
+    return SeriesSpec(
+        block.key.name, block.key.labels, block.type, block.unit, block.help, block.origin
+    )
 
 
 def _jsonable(value: object) -> object:
@@ -188,3 +245,47 @@ def _jsonable(value: object) -> object:
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return str(value)
+
+
+MAX_WARNINGS_KEPT = 50
+
+
+def load_warnings(
+    *, events: LoadedEvents, changes_given: int, changes_added: int, samples: LoadedSamples
+) -> list[str]:
+    """What a load did not add, with counts, for the artifact's warnings."""
+    out = []
+    if events.repeated:
+        out.append(
+            f"{events.repeated} events repeated in this file (the same kind and key): "
+            "the first of each was kept"
+        )
+    if events.existing:
+        out.append(
+            f"{events.existing} events were already on the timeline from another file "
+            "(the same kind and key): not added again"
+        )
+    if changes_given > changes_added:
+        out.append(
+            f"{changes_given - changes_added} config changes were already on the timeline "
+            "(the same key, values, time and source): not added again"
+        )
+    if samples.dropped:
+        worst = sorted(samples.dropped.items(), key=lambda item: (-item[1], item[0]))
+        shown = ", ".join(f"{name} {n}" for name, n in worst[:5])
+        more = f" and {len(worst) - 5} more series" if len(worst) > 5 else ""
+        out.append(
+            f"{samples.dropped_total} samples dropped: duplicate timestamps (the series already "
+            f"had a sample at that time, from an earlier file or earlier in this one; the first "
+            f"value was kept): {shown}{more}"
+        )
+    return out
+
+
+def warning_counts(warnings: Sequence[str]) -> dict[str, object]:
+    """The artifact's ``warnings`` (at most MAX_WARNINGS_KEPT, the last line counting the
+    rest) and ``warning_count`` (all of them)."""
+    kept = list(warnings[:MAX_WARNINGS_KEPT])
+    if len(warnings) > MAX_WARNINGS_KEPT:
+        kept.append(f"... and {len(warnings) - MAX_WARNINGS_KEPT} more warnings")
+    return {"warnings": kept, "warning_count": len(warnings)}

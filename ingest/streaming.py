@@ -12,7 +12,9 @@ import mmap
 import numpy as np
 from django.db import transaction
 
+from ingest.loaders import LoadedSamples
 from ingest.parsers import prometheus
+from ingest.parsers.series import series_repr
 from ingest.parsers.types import ParseContext
 from ingest.services.artifacts import ProgressReporter
 from timeline.metrics.series import SeriesSpec, series_ids_for, series_meta_fill
@@ -25,12 +27,14 @@ STREAM_MIN_BYTES = 32 * 1024 * 1024
 
 def stream_exposition(
     incident: Incident, artifact: Artifact, data: bytes | mmap.mmap, ctx: ParseContext
-) -> tuple[int, int] | None:
-    """Load a Prometheus text file part by part; returns (samples, series) written, or None
-    when the file must take the whole-file path instead (nothing of it is left written then)."""
+) -> tuple[LoadedSamples, int] | None:
+    """Load a Prometheus text file part by part; returns the samples written (and, per series,
+    those dropped as already stored) and the series count, or None when the file must take the
+    whole-file path instead (nothing of it is left written then)."""
     stream = prometheus.ExpositionStream(data, ctx)
     progress = ProgressReporter(artifact.pk)
     db_ids = np.empty(0, dtype=np.int64)
+    given = np.zeros(0, dtype=np.int64)  # samples read per stream series
     try:
         with transaction.atomic(), SampleStream() as out:  # a savepoint: a fallback rolls back
             for sids, values, stamps in stream:
@@ -39,9 +43,12 @@ def stream_exposition(
                     new = [SeriesSpec(k.name, k.labels) for k in stream.keys[len(db_ids) :]]
                     ids = series_ids_for(incident, artifact, new)
                     db_ids = np.concatenate([db_ids, np.asarray(ids, dtype=np.int64)])
+                    given = np.concatenate([given, np.zeros(len(ids), dtype=np.int64)])
+                given += np.bincount(np.asarray(sids, dtype=np.int64), minlength=len(given))
                 out.add(db_ids[sids], stamps, values)
                 progress.report(stream.consumed / max(len(data), 1))
             written = out.finish()
+            added = out.writer.added()
             # Type, unit and help are known only once the whole file is read.
             series_meta_fill(
                 {db_id: stream.block_meta(sid) for sid, db_id in enumerate(db_ids.tolist())}
@@ -50,4 +57,10 @@ def stream_exposition(
         return None
     finally:
         progress.close()
-    return written, len(out.writer.stats)
+    loaded = LoadedSamples(written=written)
+    for sid, (key, db_id) in enumerate(zip(stream.keys, db_ids.tolist(), strict=True)):
+        missing = int(given[sid]) - added.get(db_id, 0)
+        if missing > 0:
+            name = series_repr(key)
+            loaded.dropped[name] = loaded.dropped.get(name, 0) + missing
+    return loaded, len(out.writer.stats)

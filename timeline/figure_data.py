@@ -101,7 +101,12 @@ def timeline_figure_data(
     panels = []
     for name in names:
         traces = [
-            charts.Trace(name=trace_name(p.labels) or name, ts_ms=p.ts, values=p.values)
+            charts.Trace(
+                # two exporters' unlabelled series differ only by the file they came from
+                name=" ".join(filter(None, [trace_name(p.labels) or name, p.origin])),
+                ts_ms=p.ts,
+                values=p.values,
+            )
             for p in points
             if p.name == name
         ]

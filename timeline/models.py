@@ -164,12 +164,20 @@ class ConfigChange(models.Model):
 
 
 class Series(models.Model):
-    """A metric series of an incident: name and labels."""
+    """A metric series of an incident: name, labels and, where the labels do not say, the file
+    it came from.
+
+    ``origin`` is empty when the samples carry their own times (an export, a query_range
+    answer, a log): files that overlap are one series' history and merge. A bare scrape of a
+    /metrics endpoint takes the file's time and has no ``instance``/``job`` labels (Prometheus
+    adds those when it scrapes): there the file is the only name of the target, so two
+    exporters' unlabelled ``go_goroutines`` stay two series."""
 
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="series")
     artifact = models.ForeignKey(Artifact, null=True, blank=True, on_delete=models.SET_NULL)
     name = models.CharField(max_length=300)
     labels = models.JSONField(default=dict, blank=True)
+    origin = models.CharField(max_length=500, blank=True, default="")
     type = models.CharField(max_length=20, blank=True)
     unit = models.CharField(max_length=40, blank=True)
     help = models.TextField(blank=True)
@@ -181,7 +189,7 @@ class Series(models.Model):
         verbose_name_plural = "series"
         constraints = [
             models.UniqueConstraint(
-                fields=["incident", "name", "labels"], name="series_unique_identity"
+                fields=["incident", "name", "labels", "origin"], name="series_unique_identity"
             ),
         ]
 

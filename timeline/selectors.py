@@ -104,6 +104,7 @@ class SeriesPoints:
     ts: np.ndarray  # epoch milliseconds
     values: np.ndarray
     total: int  # points in the window before downsampling
+    origin: str = ""  # the file, for a series whose labels do not say where it came from
 
 
 def series_for_panels(incident: Incident, names: list[str]) -> list[Series]:
@@ -143,6 +144,7 @@ def series_downsampled(
             ts=ts,
             values=values,
             total=total,
+            origin=by_id[sid].origin,
         )
         for sid, ts, values, total in cached
         if sid in by_id

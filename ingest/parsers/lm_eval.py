@@ -2,6 +2,9 @@
 
 Pure: bytes in, :class:`ParseResult` out. lm-eval writes no pass/fail: each task's event has
 status ``scored``, its metrics and the model; the run's ``date`` (epoch seconds) is its time.
+Version 0.4 keys metrics ``"acc,none"`` (metric, filter) and lists ``higher_is_better`` per
+task; 0.3 keys them ``acc`` / ``acc_stderr`` and writes no date (the time given for the file
+applies). The headline score is the task's metric, never a count such as ``sample_len``.
 """
 
 from __future__ import annotations
@@ -26,12 +29,40 @@ _LM_METRIC_RE = re.compile(r'"[A-Za-z0-9_]+(?:_stderr)?,[A-Za-z0-9_-]+"\s*:')
 
 
 def looks_like_lm_eval(name: str, head: bytes) -> bool:
-    """True for an lm-evaluation-harness results JSON (``results`` with ``acc,none`` keys)."""
+    """True for an lm-evaluation-harness results JSON: 0.4 (``results`` with ``acc,none``
+    keys) or 0.3 (``results`` with ``acc`` / ``acc_stderr`` and ``versions``)."""
     text = head_text(head).lstrip(" \t\r\n")
     if not text.startswith("{") or '"results"' not in text:
         return False
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
-    return base.startswith("results") or _LM_METRIC_RE.search(text) is not None
+    if base.startswith("results") or _LM_METRIC_RE.search(text) is not None:
+        return True
+    return _LM03_METRIC_RE.search(text) is not None and '"versions"' in text
+
+
+# Metrics that are counts or descriptions, never a task's score.
+_NOT_SCORES = frozenset({"sample_len", "sample_count", "n-samples", "num_samples"})
+_LM03_METRIC_RE = re.compile(r'"[A-Za-z0-9_]+_stderr"\s*:')
+
+
+def _headline(
+    task: str, metrics: dict[str, float | None], higher_is_better: Any
+) -> tuple[str, float] | None:
+    """The task's own metric: the first one lm-eval lists in ``higher_is_better`` for the task
+    (0.4: ``acc`` names ``"acc,none"``), else the first score that is not a count
+    (``sample_len``) or a standard error."""
+    candidates = [(k, v) for k, v in metrics.items() if v is not None]
+    declared = higher_is_better.get(task) if isinstance(higher_is_better, dict) else None
+    if isinstance(declared, dict):
+        for metric in declared:
+            for key, value in candidates:
+                if key == metric or key.split(",", 1)[0] == metric:
+                    return key, value
+    for key, value in candidates:
+        base = key.split(",", 1)[0]
+        if base not in _NOT_SCORES and not base.endswith("_stderr"):
+            return key, value
+    return None
 
 
 def parse_lm_eval(data: bytes, ctx: ParseContext) -> ParseResult:
@@ -62,9 +93,7 @@ def parse_lm_eval(data: bytes, ctx: ParseContext) -> ParseResult:
             if isinstance(v, int | float) and not isinstance(v, bool)
         }
         alias = values.get("alias")
-        headline = next(
-            ((k, v) for k, v in metrics.items() if "_stderr" not in k and v is not None), None
-        )
+        headline = _headline(str(task), metrics, doc.get("higher_is_better"))
         title = f"lm-eval {task} scored"
         if headline is not None:
             title += f": {headline[0]} {headline[1]:.4g}"
@@ -115,7 +144,11 @@ def _lm_eval_time(value: Any, ctx: ParseContext) -> dt.datetime:
     if default is not None:
         return default
     raise ParseError(
-        ctx.name, 0, "expected 'date' as epoch seconds (lm-eval writes it), or a default time"
+        ctx.name,
+        0,
+        "expected 'date' as epoch seconds (lm-eval 0.4 writes it), or a default time: lm-eval "
+        "0.3 results carry no date, so give the run's time (--at on the command line) and "
+        "ingest the file again",
     )
 
 

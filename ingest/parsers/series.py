@@ -1,4 +1,5 @@
-"""Samples of one series collected in file order, and how a series is named in messages.
+"""Samples of one series collected in file order, how a series is named in messages, and where
+a series came from when its labels do not say.
 
 Pure. Shared by the metric parsers that add samples one at a time (query_range JSON,
 nvidia-smi CSV); the exposition parser checks the same order over whole columns with numpy.
@@ -6,8 +7,11 @@ nvidia-smi CSV); the exposition parser checks the same order over whole columns 
 
 from __future__ import annotations
 
-from .timestamps import ms_iso
-from .types import ParseError, SampleBlock, SeriesKey
+from .timestamps import default_time, ms_iso, to_epoch_ms
+from .types import ParseContext, ParseError, ParseResult, SampleBlock, SeriesKey
+
+# Labels that name the scraped target: Prometheus adds them when it scrapes.
+TARGET_LABELS = frozenset({"instance", "job"})
 
 
 def _escape_label(value: str) -> str:
@@ -56,3 +60,29 @@ def check_order(file: str, line: int, key: SeriesKey, prev: int, ts: int, where:
         f"{prefix}timestamp going backwards for {series_repr(key)}: {ms_iso(ts)} after "
         f"{ms_iso(prev)}; expected increasing timestamps within a series",
     )
+
+
+def mark_origins(result: ParseResult, ctx: ParseContext) -> int:
+    """Give the file's name as origin to each series that took the file's time and whose labels
+    name no target; returns how many were marked.
+
+    A bare scrape of a /metrics endpoint has no timestamps (every sample takes the time given
+    for the file) and no ``instance``/``job`` labels: the file is the only thing that tells two
+    exporters' ``go_goroutines`` apart. Samples that carry their own times (exports, query_range
+    answers, logs) are one series' history wherever they were read, so they keep no origin
+    and overlapping files merge.
+    """
+    at = default_time(ctx)
+    if at is None:
+        return 0
+    at_ms = to_epoch_ms(at)
+    marked = 0
+    for block in result.samples:
+        if block.origin or not len(block.ts_ms):
+            continue
+        if any(name in TARGET_LABELS for name, _ in block.key.labels):
+            continue
+        if block.ts_ms[0] == at_ms and all(ts == at_ms for ts in block.ts_ms):
+            block.origin = ctx.name
+            marked += 1
+    return marked

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from evidence.vocabulary import EventKind, Lane
 
+from . import logprefix
 from .text import decode_lines, head_text
 from .timestamps import TimeError, wall_clock
 from .types import (
@@ -50,13 +51,31 @@ _RID_SCAN_RE = re.compile(
 )
 
 _SOURCE_LABEL = ("source", "server_log")
+# Prefill lines are a series of their own: in the same second as a decode line they would
+# otherwise overwrite its running requests. Decode lines keep the plain labels (they are the
+# server's periodic report, what its /metrics gauges show).
+_PREFILL_LABEL = ("batch", "prefill")
 _BATCH_FIELDS = {
     "#running-req": "sglang:num_running_reqs",
     "#queue-req": "sglang:num_queue_reqs",
     "token usage": "sglang:token_usage",
+    # hybrid (Mamba) models: "full token usage: 0.14, mamba usage: 0.20"
+    "full token usage": "sglang:token_usage",
+    "mamba usage": "sglang:mamba_usage",
     "gen throughput (token/s)": "sglang:gen_throughput",
+    "cache hit rate": "sglang:cache_hit_rate",  # "2.76%" in older versions
+    "accept len": "sglang:spec_accept_length",  # speculative decoding
 }
 _DECODE_ONLY = frozenset({"sglang:gen_throughput"})
+# A line that starts a crash record even without an ERROR level.
+_CRASH_RE = re.compile(
+    r"Scheduler hit an exception|Received sigquit|SIGQUIT received|[Ww]atchdog timeout"
+)
+# The exception line that ends a traceback: "RuntimeError: CUDA error: ...",
+# "torch.OutOfMemoryError: CUDA out of memory.", "KeyboardInterrupt".
+_EXCEPTION_LINE_RE = re.compile(
+    r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure)\b(?::.*)?"
+)
 _TITLE_MAX = 120
 _BODY_MAX_LINES = 200
 
@@ -75,6 +94,52 @@ class _Error:
     at: dt.datetime | None
     title: str
     lines: list[str] = field(default_factory=list)
+
+    def headline(self) -> str:
+        """The title: the exception line that ended the traceback (the last one, after any
+        "During handling..." chain), after the words that announced it; else the first line."""
+        exception = ""
+        for raw in self.lines[1:]:
+            text = raw.rstrip()
+            if text and not text[0].isspace() and _EXCEPTION_LINE_RE.fullmatch(text):
+                exception = text
+        if not exception:
+            return self.title
+        context = self.title.split(_TRACEBACK, 1)[0].strip()
+        if self.title.startswith(_TRACEBACK) or not context:
+            return exception[:_TITLE_MAX]
+        joint = " " if context.endswith(":") else ": "
+        return f"{context}{joint}{exception}"[:_TITLE_MAX]
+
+
+# Where a Receive/Finish payload stands at the end of a line: inside a string literal (its
+# quote), and how many brackets are open. A line that leaves neither open ends the payload.
+_OPENERS, _CLOSERS = "([{", ")]}"
+_STRING_END = {"'": re.compile(r"(?:[^'\\]|\\.)*'"), '"': re.compile(r'(?:[^"\\]|\\.)*"')}
+_PAYLOAD_MARK = re.compile(r"['\"()\[\]{}]")
+
+
+def _payload_scan(text: str, quote: str, depth: int) -> tuple[str, int]:
+    pos = 0
+    while pos < len(text):
+        if quote:
+            end = _STRING_END[quote].match(text, pos)
+            if end is None:
+                return quote, depth  # the string goes on past this line
+            pos, quote = end.end(), ""
+            continue
+        mark = _PAYLOAD_MARK.search(text, pos)
+        if mark is None:
+            break
+        char = mark.group()
+        if char in "'\"":
+            quote = char
+        elif char in _OPENERS:
+            depth += 1
+        else:
+            depth = max(depth - 1, 0)
+        pos = mark.end()
+    return quote, depth
 
 
 def _request_rid(message: str) -> str | None:
@@ -102,8 +167,11 @@ class _LogParser:
         # series -> {second (ms) -> value}: the last batch line of a second wins
         self.series: dict[SeriesKey, dict[int, float]] = {}
         self.in_payload = False
+        self.payload_state: tuple[str, int] = ("", 0)
         self.error: _Error | None = None
         self.current: dt.datetime | None = None  # time of the latest timestamped line
+        self.batch_seen: set[tuple[tuple[tuple[str, str], ...], int]] = set()
+        self.batch_overwritten = 0  # batch lines replaced by a later one in the same second
 
     def when(self, match: re.Match[str], lineno: int) -> dt.datetime:
         stamp = match.group(0)[1:20]
@@ -135,22 +203,35 @@ class _LogParser:
         self.in_payload = False
         if message.startswith(("Prefill batch", "Decode batch")):
             self.batch(message, at, match.group(8), lineno)
-        elif message.startswith("Receive:"):
-            self.in_payload = True
-            self.receive(message, at, lineno)
-        elif message.startswith("Finish:"):
-            self.in_payload = True
-            self.finish(message, at, lineno)
-        elif _LEVEL_RE.search(message) or _TRACEBACK in message:
+        elif message.startswith(("Receive:", "Finish:")):
+            self.request_line(message, at, lineno)
+        elif _LEVEL_RE.search(message) or _TRACEBACK in message or _CRASH_RE.search(message):
             self.error = _Error(lineno, at, message.strip()[:_TITLE_MAX], [raw])
             self.errors.append(self.error)
 
+    def request_line(self, message: str, at: dt.datetime, lineno: int) -> None:
+        self.payload_state = _payload_scan(message, "", 0)
+        self.in_payload = self.payload_state != ("", 0)
+        if message.startswith("Receive:"):
+            self.receive(message, at, lineno)
+        else:
+            self.finish(message, at, lineno)
+
     def continuation(self, raw: str, lineno: int) -> None:
         if self.in_payload:
-            return  # a multi-line prompt or output: payload, never read
+            # a multi-line prompt or output: payload, never read; it ends where its string
+            # literals and brackets close
+            self.payload_state = _payload_scan(raw, *self.payload_state)
+            self.in_payload = self.payload_state != ("", 0)
+            return
         if self.error is not None:
             if len(self.error.lines) < _BODY_MAX_LINES:
                 self.error.lines.append(raw)
+            return
+        if raw.startswith(("Receive:", "Finish:")) and self.current is not None:
+            # a request line that lost its [time] (a shipper split it off): the time of the
+            # line before
+            self.request_line(raw, self.current, lineno)
             return
         if raw.startswith(_TRACEBACK) or raw.startswith(("ERROR:", "CRITICAL:")):
             # before any timestamped line the error takes the first timestamp (see result)
@@ -161,9 +242,14 @@ class _LogParser:
         labels = [_SOURCE_LABEL]
         for rank in _RANK_RE.finditer(ranks or ""):
             labels.append((rank.group(1).lower(), rank.group(0)))
-        label_tuple = tuple(sorted(labels))
         decode = message.startswith("Decode")
+        if not decode:
+            labels.append(_PREFILL_LABEL)
+        label_tuple = tuple(sorted(labels))
         second = int(at.replace(microsecond=0).timestamp()) * 1000
+        if (label_tuple, second) in self.batch_seen:
+            self.batch_overwritten += 1
+        self.batch_seen.add((label_tuple, second))
         for part in message.split(","):
             name, sep, value = part.partition(":")
             if not sep:
@@ -171,8 +257,9 @@ class _LogParser:
             metric = _BATCH_FIELDS.get(name.rsplit(". ", 1)[-1].strip())
             if metric is None or (metric in _DECODE_ONLY and not decode):
                 continue
+            text = value.strip()
             try:
-                number = float(value.strip())
+                number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
             except ValueError:
                 field_name = name.rsplit(". ", 1)[-1].strip()
                 raise ParseError(
@@ -228,6 +315,12 @@ class _LogParser:
                 self.file, 1, "expected SGLang log lines starting with [YYYY-MM-DD HH:MM:SS]"
             )
         out = ParseResult(kind=KIND_SGLANG_LOG, warnings=self.warnings)
+        if self.batch_overwritten:
+            out.warnings.append(
+                f"{self.file}: {self.batch_overwritten} batch lines shared their second with a "
+                "later batch line of the same rank and kind (samples are kept one per second): "
+                "the last line of each second was kept"
+            )
         for key, per_second in self.series.items():
             block = SampleBlock(
                 key=key, type="gauge", help="read from SGLang server log batch lines"
@@ -263,7 +356,7 @@ class _LogParser:
                     lane=Lane.SERVER,
                     at=error.at or self.first,
                     key=f"{self.file}:{error.line}",
-                    title=error.title,
+                    title=error.headline(),
                     body=f"```\n{body}\n```",
                     line=error.line,
                 )
@@ -293,6 +386,7 @@ def parse_sglang_log(data: bytes, ctx: ParseContext) -> ParseResult:
     lines = decode_lines(data, ctx.name)
     if lines and lines[-1] == "":
         lines.pop()  # the newline ending the last line
+    lines = logprefix.unwrap(lines, ctx.name)  # a log shipper's prefix on each line
     parser = _LogParser(ctx)
     for lineno, raw in enumerate(lines, 1):
         parser.line(raw, lineno)
@@ -300,5 +394,7 @@ def parse_sglang_log(data: bytes, ctx: ParseContext) -> ParseResult:
 
 
 def looks_like_sglang_log(name: str, head: bytes) -> bool:
-    """True when one of the first lines opens with a ``[YYYY-MM-DD HH:MM:SS ...]`` prefix."""
-    return any(_PREFIX_RE.match(line) for line in head_text(head).splitlines()[:50])
+    """True when one of the first lines opens with a ``[YYYY-MM-DD HH:MM:SS ...]`` prefix
+    (after a log shipper's prefix, if any)."""
+    lines = logprefix.unwrap(head_text(head).splitlines()[:50], strict=False)
+    return any(_PREFIX_RE.match(line) for line in lines)

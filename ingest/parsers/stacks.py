@@ -1,6 +1,7 @@
-"""Stack dumps: ``py-spy dump`` text and Go goroutine dumps.
+"""Stack dumps: ``py-spy dump`` text and ``--json``, Go goroutine dumps (SIGQUIT, pprof
+``debug=2``) and pprof ``debug=1`` goroutine profiles.
 
-Pure: bytes in, one ``stack_dump`` event out. Neither format records when it was taken, so the
+Pure: bytes in, one ``stack_dump`` event out. No format records when it was taken, so the
 capture time comes from a timestamp in the file name, else from ``ctx.default_time``.
 """
 
@@ -8,13 +9,14 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from evidence.vocabulary import EventKind, Lane
 
-from .text import decode_lines, head_text
+from .text import decode, decode_lines, head_text
 from .timestamps import LocalTimeError, TimeError, default_time, parse_offset, wall_clock
 from .types import (
     EventRecord,
@@ -89,8 +91,11 @@ _FRAME_RE = re.compile(r"^(\s+)(.+?) \(([^()]*?)(?::(\d+))?\)\s*$")
 
 
 def looks_like_pyspy(name: str, head: bytes) -> bool:
-    """True when ``head`` starts with py-spy's ``Process <pid>: ...`` header."""
+    """True when ``head`` starts with py-spy's ``Process <pid>: ...`` header, or is the JSON
+    array ``py-spy dump --json`` writes (threads with ``thread_id`` and ``frames``)."""
     text = head_text(head).lstrip(" \t\r\n")
+    if text.startswith("["):
+        return '"thread_id"' in text and '"frames"' in text
     first, _, rest = text.partition("\n")
     if not _PROCESS_RE.match(first.rstrip("\r")):
         return False
@@ -119,7 +124,10 @@ class _Thread:
 
 
 def parse_pyspy(data: bytes, ctx: ParseContext) -> ParseResult:
-    """``py-spy dump --pid N`` text (``--locals`` too) as one ``stack_dump`` event."""
+    """``py-spy dump --pid N`` text (``--locals`` too) or ``--json`` as one ``stack_dump``
+    event."""
+    if data.lstrip()[:1] == b"[":
+        return _parse_pyspy_json(data, ctx)
     lines = decode_lines(data, ctx.name)
     processes: list[tuple[int, str, str]] = []  # pid, cmdline, python
     threads: list[_Thread] = []
@@ -198,10 +206,15 @@ def parse_pyspy(data: bytes, ctx: ParseContext) -> ParseResult:
         )
     if not processes:
         raise ParseError(ctx.name, 0, "expected py-spy's 'Process <pid>: <command line>' header")
+    return _pyspy_result(data, ctx, processes, threads)
 
+
+def _pyspy_result(
+    data: bytes, ctx: ParseContext, processes: list[tuple[int, str, str]], threads: list[_Thread]
+) -> ParseResult:
     at = capture_time(ctx)
     pid, cmdline, python = processes[0]
-    label = _process_label(cmdline)
+    label = _process_label(cmdline) if cmdline else "process"
     active = sum(1 for t in threads if "active" in t.state)
     result = ParseResult(kind=KIND_PYSPY)
     if len(processes) > 1:
@@ -230,6 +243,63 @@ def parse_pyspy(data: bytes, ctx: ParseContext) -> ParseResult:
         )
     )
     return result
+
+
+def _parse_pyspy_json(data: bytes, ctx: ParseContext) -> ParseResult:
+    """``py-spy dump --pid N --json``: a list of threads, each with ``pid``, ``thread_id``
+    (``os_thread_id``), ``thread_name``, ``active``, ``owns_gil`` and ``frames`` (``name``,
+    ``filename``, ``short_filename``, ``line``, ``locals``). It names no command line or Python
+    version."""
+    try:
+        doc = json.loads(decode(data, ctx.name))
+    except json.JSONDecodeError as exc:
+        raise ParseError(ctx.name, exc.lineno, f"py-spy --json: invalid JSON: {exc.msg}") from None
+    if not isinstance(doc, list):
+        raise ParseError(ctx.name, 1, "expected py-spy --json's list of threads")
+    processes: list[tuple[int, str, str]] = []
+    threads: list[_Thread] = []
+    for i, item in enumerate(doc):
+        where = f"py-spy --json thread [{i}]"
+        if not isinstance(item, dict) or not isinstance(item.get("frames"), list):
+            raise ParseError(ctx.name, 0, f"{where}: expected an object with a 'frames' list")
+        pid = item.get("pid")
+        if not isinstance(pid, int) or isinstance(pid, bool):
+            raise ParseError(ctx.name, 0, f"{where}: expected an integer 'pid', got {pid!r}")
+        if not any(p[0] == pid for p in processes):
+            processes.append((pid, "", ""))
+        active = bool(item.get("active"))
+        state = ("active+gil" if item.get("owns_gil") else "active") if active else "idle"
+        tid = item.get("os_thread_id") or item.get("thread_id")
+        thread = _Thread(
+            id=str(tid),
+            state=state,
+            name=str(item.get("thread_name") or ""),
+            pid=pid,
+            line=0,
+        )
+        for j, frame in enumerate(item["frames"]):
+            if not isinstance(frame, dict) or not isinstance(frame.get("name"), str):
+                raise ParseError(ctx.name, 0, f"{where}.frames[{j}]: expected a 'name'")
+            line = frame.get("line")
+            entry: dict[str, Any] = {
+                "func": frame["name"],
+                "file": str(frame.get("short_filename") or frame.get("filename") or ""),
+                "line": line if isinstance(line, int) and not isinstance(line, bool) else None,
+            }
+            local_values = frame.get("locals")
+            if isinstance(local_values, list):
+                entry["locals"] = {
+                    str(v.get("name")): str(v.get("repr"))[:_LOCAL_MAX]
+                    for v in local_values
+                    if isinstance(v, dict)
+                }
+            thread.frames.append(entry)
+        threads.append(thread)
+    if not processes:
+        raise ParseError(ctx.name, 1, "py-spy --json: the list holds no thread")
+    # Text dumps list the main thread first; --json lists it last: keep one order.
+    threads.sort(key=lambda t: t.name != "MainThread")
+    return _pyspy_result(data, ctx, processes, threads)
 
 
 def _process_label(cmdline: str) -> str:
@@ -270,9 +340,17 @@ _CREATED_RE = re.compile(r"^created by (.+?)(?: in goroutine \d+)?$")
 _MINUTES_RE = re.compile(r"^(\d+) minutes?$")
 
 
+_PROFILE_RE = re.compile(r"^goroutine profile: total (\d+)\s*$")
+_PROFILE_GROUP_RE = re.compile(r"^(\d+) @(?: 0x[0-9a-f]+)+\s*$")
+_PROFILE_FRAME_RE = re.compile(r"^#\s+0x[0-9a-f]+\s+(\S+?)(?:\+0x[0-9a-f]+)?\s+(.+):(\d+)\s*$")
+
+
 def looks_like_goroutines(name: str, head: bytes) -> bool:
-    """True when ``head`` holds a ``goroutine N [state]:`` header."""
+    """True when ``head`` holds a ``goroutine N [state]:`` header, or starts a pprof
+    ``debug=1`` profile (``goroutine profile: total N``)."""
     text = head_text(head)
+    if _PROFILE_RE.match(text.lstrip().split("\n", 1)[0].rstrip("\r")):
+        return True
     return any(_GOROUTINE_RE.match(ln.rstrip("\r")) for ln in text.split("\n"))
 
 
@@ -287,22 +365,36 @@ class _Goroutine:
 
 
 def parse_goroutines(data: bytes, ctx: ParseContext) -> ParseResult:
-    """A Go goroutine dump (SIGQUIT or ``debug=2``), grouped by identical stacks."""
+    """A Go goroutine dump (SIGQUIT or ``debug=2``), grouped by identical stacks; or a pprof
+    ``debug=1`` profile, whose groups pprof made (no states or wait times in it)."""
     lines = decode_lines(data, ctx.name)
-    goroutines = _read_goroutines(lines, ctx)
-    if not goroutines:
-        raise ParseError(
-            ctx.name, 0, "expected at least one 'goroutine <id> [<state>]:' header in the dump"
-        )
-    groups = _group(goroutines)
-    at = capture_time(ctx)
-    total = len(goroutines)
-    top = groups[0]
-    title = (
-        f"goroutine dump: {total} goroutine{'s' if total != 1 else ''}, "
-        f"{top['count']} in {top['site']} [{top['state']}]"
-    )
     result = ParseResult(kind=KIND_GOROUTINES)
+    first = next((ln for ln in lines if ln.strip()), "")
+    if profile := _PROFILE_RE.match(first):
+        groups = _read_profile(lines, ctx)
+        total = int(profile.group(1))
+        counted = sum(g["count"] for g in groups)
+        if counted != total:
+            result.warnings.append(
+                f"{ctx.name}: the profile says total {total} but its groups count {counted}"
+            )
+        what, first_line = "goroutine profile", 1
+    else:
+        goroutines = _read_goroutines(lines, ctx)
+        if not goroutines:
+            raise ParseError(
+                ctx.name, 0, "expected at least one 'goroutine <id> [<state>]:' header in the dump"
+            )
+        groups = _group(goroutines)
+        total = len(goroutines)
+        what, first_line = "goroutine dump", goroutines[0].line
+    at = capture_time(ctx)
+    top = groups[0]
+    state = f" [{top['state']}]" if top["state"] else ""
+    title = (
+        f"{what}: {total} goroutine{'s' if total != 1 else ''}, "
+        f"{top['count']} in {top['site']}{state}"
+    )
     result.events.append(
         EventRecord(
             kind=EventKind.STACK_DUMP,
@@ -312,10 +404,52 @@ def parse_goroutines(data: bytes, ctx: ParseContext) -> ParseResult:
             title=title,
             body=_goroutine_body(groups),
             attrs={"format": "goroutines", "total": total, "groups": groups},
-            line=goroutines[0].line,
+            line=first_line,
         )
     )
     return result
+
+
+def _read_profile(lines: list[str], ctx: ParseContext) -> list[dict[str, Any]]:
+    """The groups of a ``debug=1`` profile: ``N @ 0x...`` then ``#\t0x...\tfunc+0x..\tfile:line``
+    frames, biggest group first as pprof writes them."""
+    groups: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip() or _PROFILE_RE.match(line):
+            continue
+        if m := _PROFILE_GROUP_RE.match(line):
+            groups.append(
+                {
+                    "count": int(m.group(1)),
+                    "state": "",
+                    "wait_minutes_max": None,
+                    "site": "",
+                    "frames": [],
+                    "created_by": "",
+                    "ids": [],
+                }
+            )
+            continue
+        if line.startswith("#") and groups:
+            fm = _PROFILE_FRAME_RE.match(line)
+            if fm is None:
+                if line.startswith("# labels:"):
+                    continue
+                raise ParseError(
+                    ctx.name, number, f"expected '#\t0x...\tfunc+0x..\tfile.go:123', got {line!r}"
+                )
+            groups[-1]["frames"].append(
+                {"func": fm.group(1), "file": fm.group(2), "line": int(fm.group(3))}
+            )
+            continue
+        raise ParseError(
+            ctx.name, number, f"expected a goroutine group 'N @ 0x...' or its frames, got {line!r}"
+        )
+    if not groups:
+        raise ParseError(ctx.name, 0, "expected at least one 'N @ 0x...' group in the profile")
+    for group in groups:
+        group["site"] = _site(group["frames"])
+    return sorted(groups, key=lambda grp: -grp["count"])
 
 
 def _read_goroutines(lines: list[str], ctx: ParseContext) -> list[_Goroutine]:
@@ -432,8 +566,6 @@ def _goroutine_body(groups: list[dict[str, Any]]) -> str:
     for group in groups:
         wait = f", up to {group['wait_minutes_max']} min" if group["wait_minutes_max"] else ""
         frames = [f"{f['func']}  {f['file']}:{f['line']}" for f in group["frames"]]
-        parts.append(
-            f"**{group['count']} × {group['site']}** [{group['state']}{wait}]\n\n"
-            + _code_block(frames)
-        )
+        state = f" [{group['state']}{wait}]" if group["state"] else ""
+        parts.append(f"**{group['count']} × {group['site']}**{state}\n\n" + _code_block(frames))
     return "\n\n".join(parts)

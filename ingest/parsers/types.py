@@ -127,6 +127,9 @@ class SampleBlock:
     type: str = ""  # counter, gauge, histogram, summary, untyped ...
     unit: str = ""
     help: str = ""
+    # Where the series came from when its labels do not say (see ingest.parsers.series.
+    # mark_origins): part of its identity, so two exporters' unlabelled series stay two.
+    origin: str = ""
 
 
 # --- the result ------------------------------------------------------------

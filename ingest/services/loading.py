@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from ingest import loaders, sniff, streaming
 from ingest.clients import git as git_client
 from ingest.parsers import gitlog
+from ingest.parsers.series import mark_origins
 from ingest.parsers.types import ParseContext, ParseError, ParseResult
 from ingest.services import storage
 from ingest.services.artifacts import (
@@ -54,22 +55,33 @@ def parse_artifact(artifact: Artifact) -> ParseResult:
         # ParseError puts the file name in front itself.
         message = storage.unrecognised(artifact.name)[len(artifact.name) + 2 :]
         raise ParseError(artifact.name, 0, message)
-    return fmt.parse(data, ctx)
+    result = fmt.parse(data, ctx)
+    mark_origins(result, ctx)
+    return result
 
 
 def result_load(*, artifact: Artifact, result: ParseResult) -> dict[str, Any]:
     """Write a parse result's events, config changes and samples, in the caller's transaction;
-    returns the counts the artifact records."""
+    returns the counts the artifact records. Every parsed record is stored or counted in the
+    warnings (loaders.load_warnings): nothing is dropped silently."""
     incident = artifact.incident
-    ids = loaders.load_events(incident, artifact, result.events)
+    events = loaders.load_events_counted(incident, artifact, result.events)
     changes = loaders.load_config_changes(incident, artifact, result.config_changes)
-    samples = loaders.load_samples(incident, artifact, result.samples)
+    samples = loaders.load_samples_counted(incident, artifact, result.samples)
+    # What the load left out first: the parser's own warnings can be many, and are cut.
+    warnings = loaders.load_warnings(
+        events=events,
+        changes_given=len(result.config_changes),
+        changes_added=changes,
+        samples=samples,
+    )
+    warnings += result.warnings
     return {
-        "events": len(ids),
+        "events": len(events.ids),
         "config_changes": changes,
-        "samples": samples,
+        "samples": samples.written,
         "series": len(result.samples),
-        "warnings": result.warnings[:50],
+        **loaders.warning_counts(warnings),
     }
 
 
@@ -140,12 +152,15 @@ def _ingest_streaming(artifact: Artifact, started: float) -> Artifact | None:
             if loaded is None:
                 raise _NotStreamed
             samples, series = loaded
+            warnings = loaders.load_warnings(
+                events=loaders.LoadedEvents(), changes_given=0, changes_added=0, samples=samples
+            )
             counts = {
                 "events": 0,
                 "config_changes": 0,
-                "samples": samples,
+                "samples": samples.written,
                 "series": series,
-                "warnings": [],
+                **loaders.warning_counts(warnings),
                 "streamed": True,
                 "seconds": round(time.monotonic() - started, 3),
             }

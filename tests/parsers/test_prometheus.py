@@ -345,7 +345,7 @@ def test_query_range_matrix_becomes_series_named_by_their_name_label() -> None:
     )
     assert list(running.ts_ms) == [T0, T0 + 15000, T0 + 30000, T0 + 45500]
     assert list(running.values) == [1.0, 2.0, 2.0, 2.0]
-    assert anonymous.key.name == "query_range"
+    assert anonymous.key.name == "q"  # no __name__ (an expression): named after its file
     assert [repr(v) for v in anonymous.values] == ["88.31", "0.0", "nan", "inf"]
 
 
@@ -383,7 +383,7 @@ QUERY_ERRORS = [
     ),
     (
         b'{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[2,"1"],[1,"1"]]}]}}',
-        "timestamp going backwards for query_range",
+        "timestamp going backwards for q:",
     ),
     (
         b'{"status":"success","data":{"resultType":"matrix","result":[{"values":[]}]}}',

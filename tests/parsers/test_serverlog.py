@@ -113,7 +113,8 @@ def test_only_real_server_errors_become_error_events() -> None:
     found = errors(wedge())
     assert [(e.line, e.at) for e in found] == [(27, at("15:39:56")), (39, at("15:41:25"))]
     traceback, watchdog = found
-    assert traceback.title == "Traceback (most recent call last):"
+    # titled by the exception line that ended the traceback (#14), not by its first line
+    assert traceback.title == "ConnectionResetError: [Errno 104] Connection reset by peer"
     assert "ConnectionResetError: [Errno 104] Connection reset by peer" in traceback.body
     assert traceback.key == "sglang_wedge.log:27"
     assert watchdog.title.startswith("ERROR: watchdog: scheduler has made no progress")

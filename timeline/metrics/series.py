@@ -14,7 +14,7 @@ from django.db import connection
 
 from timeline.models import Artifact, Incident, Series
 
-_Key = tuple[str, tuple[tuple[str, str], ...]]
+_Key = tuple[str, tuple[tuple[str, str], ...], str]
 
 
 class SeriesSpec(NamedTuple):
@@ -25,24 +25,26 @@ class SeriesSpec(NamedTuple):
     type: str = ""
     unit: str = ""
     help: str = ""
+    origin: str = ""  # the file, when the labels do not say where the series came from
 
 
-def _key(name: str, labels: Any) -> _Key:
-    """Name and sorted label pairs (through a dict, as the row stores them: one value a name)."""
-    return name, tuple(sorted((str(k), str(v)) for k, v in dict(labels).items()))
+def _key(name: str, labels: Any, origin: str = "") -> _Key:
+    """Name, sorted label pairs (through a dict, as the row stores them: one value a name) and
+    origin: a series' identity."""
+    return name, tuple(sorted((str(k), str(v)) for k, v in dict(labels).items())), origin
 
 
 def series_ids_for(
     incident: Incident, artifact: Artifact | None, specs: Sequence[SeriesSpec]
 ) -> list[int]:
     """The Series id of each spec, creating the missing rows in one INSERT."""
-    wanted = [_key(s.name[:300], s.labels) for s in specs]
+    wanted = [_key(s.name[:300], s.labels, s.origin[:500]) for s in specs]
 
     def existing() -> dict[_Key, int]:
         rows = Series.objects.filter(
-            incident=incident, name__in={name for name, _ in wanted}
-        ).values_list("id", "name", "labels")
-        return {_key(name, labels or {}): pk for pk, name, labels in rows}
+            incident=incident, name__in={name for name, _, _ in wanted}
+        ).values_list("id", "name", "labels", "origin")
+        return {_key(name, labels or {}, origin): pk for pk, name, labels, origin in rows}
 
     found = existing()
     missing: dict[_Key, SeriesSpec] = {}
@@ -57,11 +59,12 @@ def series_ids_for(
                     artifact=artifact,
                     name=name,
                     labels=dict(labels),
+                    origin=origin,
                     type=spec.type[:20],
                     unit=spec.unit[:40],
                     help=spec.help,
                 )
-                for (name, labels), spec in missing.items()
+                for (name, labels, origin), spec in missing.items()
             ],
             ignore_conflicts=True,
         )

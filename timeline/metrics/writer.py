@@ -158,16 +158,27 @@ class SampleWriter:
         series_stats_update(self.stats)
         return sum(n for n, _, _ in self.stats.values())
 
+    def added(self) -> dict[int, int]:
+        """Samples added per series id (a time already stored, or repeated, adds none)."""
+        return {sid: entry[0] for sid, entry in self.stats.items()}
+
 
 def samples_write(columns: Columns) -> int:
     """Store (series id, times in ms, values) of series that exist: chunks, rollups and the
     series' counts, on the caller's transaction. Returns the samples added."""
+    return sum(samples_write_counted(columns).values())
+
+
+def samples_write_counted(columns: Columns) -> dict[int, int]:
+    """As :func:`samples_write`; returns the samples added per series id, so that a caller
+    can tell which series had samples at times already stored (the stored value wins)."""
     writer = SampleWriter()
     payload = writer.prepare(columns)
     if payload:
         with connection.cursor() as cur, connection.wrap_database_errors:
             chunks_copy(cur.cursor, payload)
-    return writer.finish()
+    writer.finish()
+    return writer.added()
 
 
 class SampleStream:

@@ -119,3 +119,9 @@ class Command(BaseCommand):
             )
             if a.error:
                 self.stdout.write(self.style.ERROR(f"  {a.error}"))
+            warnings = counts.get("warnings") or []
+            if warnings:
+                total = counts.get("warning_count", len(warnings))
+                self.stdout.write(self.style.WARNING(f"  {total} warning(s):"))
+                for warning in warnings:
+                    self.stdout.write(self.style.WARNING(f"    {warning}"))

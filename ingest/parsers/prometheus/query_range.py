@@ -45,7 +45,8 @@ def parse_query_range(data: bytes, ctx: ParseContext) -> ParseResult:
             file,
             1,
             f"Prometheus returned an error ({doc.get('errorType', 'unknown')}): "
-            f"{doc.get('error', '')}; expected status success",
+            f"{doc.get('error', '')}; this HTTP API error answer holds no samples: fix the "
+            "query (or its time range) and save Prometheus's answer again",
         )
     if doc["status"] != "success":
         raise ParseError(file, 1, f'expected "status": "success", got {doc["status"]!r}')
@@ -68,7 +69,9 @@ def parse_query_range(data: bytes, ctx: ParseContext) -> ParseResult:
         labels = dict(item["metric"])
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
             raise ParseError(file, 0, f"{where}.metric: expected string label names and values")
-        name = labels.pop("__name__", "query_range")
+        # A result without __name__ (rate(), sum(), ...) is named after the file: two files
+        # of different expressions must not become one series.
+        name = labels.pop("__name__", None) or _name_from_file(file)
         key = SeriesKey(name, tuple(sorted(labels.items())))
         out.block(key)
         if result_type == "matrix":
@@ -103,9 +106,20 @@ def parse_query_range(data: bytes, ctx: ParseContext) -> ParseResult:
     return result
 
 
+def _name_from_file(file: str) -> str:
+    """The series name for results without ``__name__``: the file's name less its folders
+    and extension (``metrics/rate_http.json`` -> ``rate_http``)."""
+    base = file.replace("\\", "/").rsplit("/", 1)[-1]
+    stem = base.rsplit(".", 1)[0] if "." in base.lstrip(".") else base
+    return stem or "query_range"
+
+
 def looks_like_query_range(name: str, head: bytes) -> bool:
-    """True when the head reads as a Prometheus HTTP API query response."""
+    """True when the head reads as a Prometheus HTTP API query response, or its error answer
+    (``{"status":"error","errorType":...}``: reported as Prometheus's error, not unknown)."""
     text = head_text(head).lstrip()
     if not text.startswith("{"):
         return False
+    if '"status"' in text and '"errorType"' in text:
+        return True
     return '"resultType"' in text or ('"status"' in text and '"data"' in text)

@@ -1,0 +1,345 @@
+"""Golden summaries of the real-world corpus (tests/fixtures/real/, provenance in its README):
+each file is recognised by content, parsed, and gives the counts, kinds and key values below.
+
+These files were written by the real tools (make.sh) or pasted by real users in public issues;
+when make.sh regenerates them, the numbers that depend on the run change here too."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ingest import sniff
+from ingest.parsers.series import mark_origins
+from ingest.parsers.types import ParseContext, ParseError, ParseResult
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+# The time given for files that carry none (scrapes, dumps, lm-eval 0.3, nvidia-smi).
+AT = dt.datetime(2026, 12, 3, 9, 40, tzinfo=dt.UTC)
+
+
+def parse(name: str, at: dt.datetime | None = AT) -> ParseResult:
+    data = (REAL / name).read_bytes()
+    fmt = sniff.sniff(name, data[: sniff.HEAD_BYTES])
+    assert fmt is not None, f"{name} not recognised"
+    result = fmt.parse(data, ParseContext(name.rsplit("/", 1)[-1], default_time=at))
+    assert result.kind == fmt.kind
+    return result
+
+
+def summary(result: ParseResult) -> dict[str, Any]:
+    return {
+        "kind": result.kind,
+        "events": dict(Counter(str(e.kind) for e in result.events)),
+        "series": len(result.samples),
+        "samples": result.sample_count,
+        "warnings": len(result.warnings),
+    }
+
+
+# name -> (kind, events by kind, series, samples, warnings, title of the first event or None)
+GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
+    "prometheus_self_metrics.prom": ("prometheus_text", {}, 376, 376, 0, None),
+    "node_exporter_metrics.prom": ("prometheus_text", {}, 507, 507, 0, None),
+    "query_range_up.json": ("prometheus_query_range", {}, 2, 26, 0, None),
+    "query_range_rate_http_requests.json": ("prometheus_query_range", {}, 1, 13, 0, None),
+    "nvidia_smi_bpytop26_no_timestamp.csv": ("nvidia_smi_csv", {}, 16, 16, 0, None),
+    "go_sigquit_goroutines.txt": (
+        "goroutine_dump",
+        {"stack_dump": 1},
+        0,
+        0,
+        0,
+        "goroutine dump: 44 goroutines, 6 in net/http.(*persistConn).roundTrip [select]",
+    ),
+    "go_pprof_goroutine_debug2.txt": (
+        "goroutine_dump",
+        {"stack_dump": 1},
+        0,
+        0,
+        0,
+        "goroutine dump: 39 goroutines, 7 in net.(*netFD).Read [IO wait]",
+    ),
+    "go_pprof_goroutine_debug1.txt": (
+        "goroutine_dump",
+        {"stack_dump": 1},
+        0,
+        0,
+        0,
+        "goroutine profile: 39 goroutines, 6 in main.main.func1",
+    ),
+    "pyspy_dump.txt": (
+        "pyspy_dump",
+        {"stack_dump": 1},
+        0,
+        0,
+        0,
+        "py-spy dump of threads.py (pid 22751): 7 threads, 1 active",
+    ),
+    "pyspy_dump.json": (
+        "pyspy_dump",
+        {"stack_dump": 1},
+        0,
+        0,
+        0,
+        "py-spy dump of process (pid 22751): 7 threads, 1 active",
+    ),
+    "lm_eval_0.4_dummy_results.json": (
+        "lm_eval_json",
+        {"harness_run": 1},
+        0,
+        0,
+        0,
+        "lm-eval tiny_local_mc scored: acc,none 0.25",
+    ),
+    "lm_eval_0.3_hellaswag_results.json": (
+        "lm_eval_json",
+        {"harness_run": 1},
+        0,
+        0,
+        0,
+        "lm-eval hellaswag scored: acc 0.4014",
+    ),
+    "pytest_xunit1.xml": ("junit_xml", {"harness_run": 4}, 0, 0, 0, "pytest: test_passes pass"),
+    "pytest_xunit2.xml": ("junit_xml", {"harness_run": 4}, 0, 0, 0, "pytest: test_passes pass"),
+    "sglang/pr22331_decode_batch_comma.log": ("sglang_log", {"log_span": 1}, 4, 32, 0, None),
+    "sglang/pr22166_prefill_and_decode_same_second.log": (
+        "sglang_log",
+        {"log_span": 1},
+        7,
+        10,
+        1,
+        None,
+    ),
+    "sglang/shipped_cloud_logging.log": ("sglang_log", {"log_span": 1}, 7, 10, 1, None),
+    "sglang/shipped_kubectl_timestamps.log": ("sglang_log", {"log_span": 1}, 7, 10, 1, None),
+    "sglang/shipped_tab_export.tsv": ("sglang_log", {"log_span": 1}, 7, 10, 1, None),
+    "sglang/pr30047_hybrid_full_token_mamba_usage.log": (
+        "sglang_log",
+        {"log_span": 1},
+        4,
+        20,
+        0,
+        None,
+    ),
+    "sglang/pr10622_dp_tp_ep_ranks.log": ("sglang_log", {"log_span": 1}, 16, 16, 0, None),
+    "sglang/issue18785_tp0_ep0_prefill.log": ("sglang_log", {"log_span": 1}, 3, 3, 0, None),
+    "sglang/sglang_jax_pr564_decode_same_second.log": (
+        "sglang_log",
+        {"log_span": 1},
+        4,
+        4,
+        1,
+        None,
+    ),
+    "sglang/issue3713_scheduler_exception.log": (
+        "sglang_log",
+        {"log_error": 1, "log_span": 1},
+        0,
+        0,
+        0,
+        "Scheduler hit an exception: RuntimeError: CUDA error: an illegal memory access was "
+        "encountered",
+    ),
+    "sglang/verl705_ray_actor_scheduler_exception.log": (
+        "sglang_log",
+        {"log_error": 1, "log_span": 1},
+        0,
+        0,
+        0,
+        # the excerpt ends before the exception line: the announcing line titles it
+        "Scheduler hit an exception: Traceback (most recent call last):",
+    ),
+    "sglang/verl1611_ray_actor_cuda_error.log": (
+        "sglang_log",
+        {"log_error": 1, "log_span": 1},
+        0,
+        0,
+        0,
+        "Received sigquit from a child process. It usually means the child failed.",
+    ),
+    "sglang/issue12827_bracketed_iso_prefix.log": (
+        "sglang_log",
+        {"log_error": 1, "log_span": 1},
+        0,
+        0,
+        0,
+        "Received sigquit from a child process. It usually means the child failed.",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_each_real_file_gives_its_golden_summary(name: str) -> None:
+    kind, events, series, samples, warnings, title = GOLDEN[name]
+    result = parse(name)
+    assert summary(result) == {
+        "kind": kind,
+        "events": events,
+        "series": series,
+        "samples": samples,
+        "warnings": warnings,
+    }
+    if title is not None:
+        assert result.events[0].title == title
+
+
+def test_every_corpus_file_has_a_golden_summary_or_a_refusal_test() -> None:
+    files = {
+        str(p.relative_to(REAL))
+        for p in [*REAL.glob("*"), *(REAL / "sglang").glob("*")]
+        if p.is_file() and p.suffix not in (".sh", ".md", ".py") and p.name != "versions.txt"
+    }
+    refused = {"query_range_error_bad_data.json", "sglang/shipped_tab_export_newest_first.tsv"}
+    assert files == set(GOLDEN) | refused
+
+
+# --- refusals name the format and what to do -----------------------------------------------------
+
+
+def test_prometheus_error_answer_is_reported_as_prometheus_error() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse("query_range_error_bad_data.json")
+    message = caught.value.message
+    assert message.startswith(
+        "Prometheus returned an error (bad_data): 1:9: parse error: missing unit character in "
+        "duration"
+    )
+    assert "fix the query" in message
+
+
+def test_newest_first_export_is_refused_with_what_to_do() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse("sglang/shipped_tab_export_newest_first.tsv")
+    assert "lists the newest entry first" in caught.value.message
+    assert "export it in ascending time order" in caught.value.message
+
+
+def test_lm_eval_03_without_a_time_asks_for_one() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse("lm_eval_0.3_hellaswag_results.json", at=None)
+    assert "lm-eval 0.3 results carry no date" in caught.value.message
+
+
+def test_nvidia_smi_without_timestamp_and_without_a_time_asks_for_one() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse("nvidia_smi_bpytop26_no_timestamp.csv", at=None)
+    assert "or the time of this reading given for the file (--at)" in caught.value.message
+
+
+# --- key values -----------------------------------------------------------------------------------
+
+
+def _series(result: ParseResult) -> dict[tuple[str, tuple[tuple[str, str], ...]], list[float]]:
+    return {(b.key.name, b.key.labels): list(b.values) for b in result.samples}
+
+
+def test_two_exporters_scrapes_each_name_their_unlabelled_go_series_by_file() -> None:
+    for name in ("prometheus_self_metrics.prom", "node_exporter_metrics.prom"):
+        result = parse(name)
+        assert mark_origins(result, ParseContext(name, default_time=AT)) == len(result.samples)
+        goroutines = [b for b in result.samples if b.key == ("go_goroutines", ())] or [
+            b for b in result.samples if b.key.name == "go_goroutines"
+        ]
+        assert [b.origin for b in goroutines] == [name]
+        assert list(goroutines[0].ts_ms) == [int(AT.timestamp() * 1000)]
+
+
+def test_query_range_answers_are_named_by_name_label_or_by_file() -> None:
+    up = parse("query_range_up.json")
+    assert sorted(dict(b.key.labels)["job"] for b in up.samples) == ["node", "prometheus"]
+    assert {b.key.name for b in up.samples} == {"up"}
+    assert all(v == 1.0 for b in up.samples for v in b.values)
+    (rate,) = parse("query_range_rate_http_requests.json").samples
+    assert rate.key.name == "query_range_rate_http_requests"
+    assert dict(rate.key.labels)["handler"] == "/metrics"
+
+
+def test_goroutine_dumps_group_the_waiting_http_clients_with_their_wait_times() -> None:
+    for name in ("go_sigquit_goroutines.txt", "go_pprof_goroutine_debug2.txt"):
+        (dump,) = parse(name).events
+        groups = {g["site"]: g for g in dump.attrs["groups"]}
+        round_trip = groups["net/http.(*persistConn).roundTrip"]
+        assert (round_trip["count"], round_trip["state"]) == (6, "select")
+        assert round_trip["wait_minutes_max"] == 2
+    (profile,) = parse("go_pprof_goroutine_debug1.txt").events
+    assert profile.attrs["total"] == 39
+    assert sum(g["count"] for g in profile.attrs["groups"]) == 39
+    sites = {g["site"]: g["count"] for g in profile.attrs["groups"]}
+    assert sites["net/http.(*persistConn).roundTrip"] == 6
+
+
+def test_pyspy_text_and_json_dumps_show_the_same_threads() -> None:
+    (text,) = parse("pyspy_dump.txt").events
+    (json_dump,) = parse("pyspy_dump.json").events
+
+    def threads(event: Any) -> dict[str, tuple[str, list[str]]]:
+        return {
+            t["name"]: (t["state"], [f["func"] for f in t["frames"]])
+            for t in event.attrs["threads"]
+        }
+
+    assert threads(text) == threads(json_dump)
+    assert threads(text)["busy"][0] == "active+gil"
+    assert threads(text)["lock-waiter"][0] == "idle"
+    assert text.attrs["python"] == "3.11.7"
+
+
+def test_lm_eval_is_headlined_by_the_tasks_metric_never_sample_len() -> None:
+    (run04,) = parse("lm_eval_0.4_dummy_results.json").events
+    assert run04.attrs["score"] == 0.25
+    assert run04.attrs["metrics"]["sample_len"] == 8.0
+    (run03,) = parse("lm_eval_0.3_hellaswag_results.json").events
+    assert run03.attrs["score"] == pytest.approx(0.40141406094403503)
+    assert run03.attrs["model"] == "/home/mwitiderrick/neuralmagic/sparseml/obcq_deployment"
+    assert run03.at == AT
+
+
+def test_junit_xunit1_and_xunit2_give_the_same_runs() -> None:
+    def runs(name: str) -> list[tuple[str, str]]:
+        return [(e.attrs["case"], e.attrs["status"]) for e in parse(name).events]
+
+    expected = [
+        ("test_passes", "pass"),
+        ("test_fails", "fail"),
+        ("test_errors", "error"),
+        ("test_skipped", "skipped"),
+    ]
+    assert runs("pytest_xunit1.xml") == runs("pytest_xunit2.xml") == expected
+
+
+def test_nvidia_smi_without_timestamp_reads_every_gpu_at_the_given_time() -> None:
+    found = _series(parse("nvidia_smi_bpytop26_no_timestamp.csv"))
+    assert found[("nvidia_smi_utilization_gpu", (("gpu", "0"),))] == [36.0]
+    assert found[("nvidia_smi_utilization_gpu", (("gpu", "1"),))] == [0.0]
+    assert found[("nvidia_smi_power_draw_w", (("gpu", "0"),))] == [106.56]
+
+
+def test_sglang_excerpts_key_values() -> None:
+    hybrid = _series(parse("sglang/pr30047_hybrid_full_token_mamba_usage.log"))
+    prefill_tp0 = (("batch", "prefill"), ("source", "server_log"), ("tp", "TP0"))
+    assert hybrid[("sglang:token_usage", prefill_tp0)] == [0.14, 0.2, 0.27, 0.33, 0.4]
+    assert hybrid[("sglang:mamba_usage", prefill_tp0)] == [0.2, 0.3, 0.4, 0.5, 0.6]
+    ranks = _series(parse("sglang/pr10622_dp_tp_ep_ranks.log"))
+    assert {dict(labels)["dp"] for _, labels in ranks} == {"DP0", "DP1", "DP2", "DP3"}
+    comma = _series(parse("sglang/pr22331_decode_batch_comma.log"))
+    throughput = comma[("sglang:gen_throughput", (("source", "server_log"), ("tp", "TP0")))]
+    assert throughput[0] == 144.95 and len(throughput) == 8
+    for name in (
+        "sglang/pr22166_prefill_and_decode_same_second.log",
+        "sglang/shipped_cloud_logging.log",
+        "sglang/shipped_kubectl_timestamps.log",
+        "sglang/shipped_tab_export.tsv",
+    ):
+        same = _series(parse(name))
+        assert same[("sglang:num_running_reqs", (("source", "server_log"),))] == [32.0]
+        prefill = (("batch", "prefill"), ("source", "server_log"))
+        assert same[("sglang:num_running_reqs", prefill)] == [31.0, 31.0]
+    jax = parse("sglang/sglang_jax_pr564_decode_same_second.log")
+    assert jax.warnings[0].startswith(
+        "sglang_jax_pr564_decode_same_second.log: 8 batch lines shared their second"
+    )
