@@ -185,3 +185,24 @@ def test_a_data_source_authenticates_and_its_password_is_never_shown(
     assert "correct horse" not in out + err + repr(right) + str(right)
     expected = len(_in(SERIES[2][2], START, END))
     assert f"{expected} new samples in 1 series" in out
+
+
+def test_the_upload_page_pulls_from_a_team_data_source_and_never_shows_its_secret(
+    client: Any, user: Any, incident: Any, other_team: Any
+) -> None:
+    mine = DataSource.objects.create(
+        team=incident.team, name="prod", url="http://127.0.0.1:9", bearer_token="tok-SECRET"
+    )
+    theirs = DataSource.objects.create(team=other_team, name="theirs", url="http://127.0.0.1:9")
+    client.force_login(user)
+    page = client.get(f"/incidents/{incident.slug}/upload/").content.decode()
+    assert "Pull from Prometheus" in page and "prod" in page
+    assert "tok-SECRET" not in page and "theirs" not in page
+    url = f"/incidents/{incident.slug}/pull/"
+    window = {"start": "2026-11-20 14:00:00Z", "end": "2026-11-20 16:30:00Z"}
+    client.post(url, {"source": theirs.pk, **window})
+    assert not MetricsPull.objects.exists()  # another team's source is not a choice
+    client.post(url, {"source": mine.pk, "queries": "up\nDCGM_FI_DEV_GPU_UTIL", **window})
+    pull = MetricsPull.objects.get()
+    assert (pull.source, pull.queries, pull.start) == (mine, ["up", "DCGM_FI_DEV_GPU_UTIL"], START)
+    assert "tok-SECRET" not in client.get(f"/incidents/{incident.slug}/upload/").content.decode()
