@@ -192,9 +192,10 @@ class Series(models.Model):
 class SampleChunk(models.Model):
     """One hour of one metric series: its sample times and values as two packed arrays.
 
-    ``ts``: big-endian int8 microseconds since 2000-01-01 (a timestamptz's binary form);
-    ``vals``: big-endian float8; sorted by time, one value per time. Written and read through
-    timeline.metrics, never row by row."""
+    ``ts``: microseconds since 2000-01-01 as delta-of-delta, ``vals``: float8 bits XOR the
+    previous value's; each byte-shuffled in a zstd frame (timeline.metrics.packing says how);
+    sorted by time, one value per time. Written and read through timeline.metrics, never row
+    by row."""
 
     pk = models.CompositePrimaryKey("series_id", "bucket")
     # No database FK: samples are removed with their series by timeline.signals.
