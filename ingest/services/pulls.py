@@ -84,6 +84,9 @@ def pull_create(
         url = source.url
     if not url:
         raise IngestError("give a Prometheus URL or a data source")
+    if url != public_url(url) and "@" in url.split("//", 1)[-1].split("/", 1)[0]:
+        # The URL is stored and shown on the pull: credentials belong in a data source.
+        raise IngestError("the URL holds credentials: give them to a data source instead")
     if start is None or end is None:
         window = incident_window(incident)
         if window is None:

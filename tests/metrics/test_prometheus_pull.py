@@ -155,7 +155,10 @@ def test_a_bad_query_fails_with_prometheus_own_error(
 
 
 def test_a_refused_connection_is_reported(db: None, incident: Any) -> None:
-    url = f"http://127.0.0.1:{free_port()}"
+    port = free_port()
+    with pytest.raises(CommandError, match="credentials"):
+        _pull(incident=incident.slug, url=f"http://bob:pw@127.0.0.1:{port}", here=True)
+    url = f"http://127.0.0.1:{port}"
     with pytest.raises(CommandError, match="cannot connect: .*[Cc]onnection refused"):
         _pull(incident=incident.slug, url=url, start=_iso(START), end=_iso(END), here=True)
 
@@ -206,3 +209,16 @@ def test_the_upload_page_pulls_from_a_team_data_source_and_never_shows_its_secre
     pull = MetricsPull.objects.get()
     assert (pull.source, pull.queries, pull.start) == (mine, ["up", "DCGM_FI_DEV_GPU_UTIL"], START)
     assert "tok-SECRET" not in client.get(f"/incidents/{incident.slug}/upload/").content.decode()
+
+
+def test_a_server_that_never_answers_is_reported_as_a_timeout() -> None:
+    import socket
+
+    from ingest.clients.prometheus import PrometheusError, Server, instant_query
+
+    with socket.socket() as listener:  # accepts the connection (backlog), never answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        with pytest.raises(PrometheusError, match=r"no answer within 0.5 s"):
+            instant_query(Server(url=url, timeout=0.5), "up[1m]", END.timestamp())
