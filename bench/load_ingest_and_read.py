@@ -347,7 +347,8 @@ def main() -> int:
         ),
         subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "timeline", "worker", "--pool=solo"]
-            + ["-Q", queue, "--without-heartbeat", "--without-gossip", "--without-mingle"]
+            + ["-Q", f"{queue},{queue}.analysis"]  # ingest and analysis (timeline/celery.py)
+            + ["--without-heartbeat", "--without-gossip", "--without-mingle"]
             + ["-n", f"load-{tag}@%h", "--loglevel=WARNING"],
             cwd=root,
             env=env,

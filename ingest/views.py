@@ -7,15 +7,17 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib import messages
 from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from ingest.services import orchestration, workers
+from ingest.forms import PullForm
+from ingest.services import IngestError, orchestration, pulls, workers
 from ingest.services.orchestration import Upload
 from timeline import selectors
 from timeline.choices import RunStatus
-from timeline.models import Artifact, Incident
+from timeline.models import Artifact, Incident, MetricsPull
 
 MAX_FILES_PER_UPLOAD = 200
 
@@ -39,8 +41,36 @@ def upload(request: HttpRequest, slug: str) -> HttpResponse:
             "incident": incident,
             "artifacts": _artifacts(incident),
             "max_mb": settings.UPLOAD_MAX_BYTES // (1024 * 1024),
+            "pull_form": PullForm(incident=incident),
+            "pulls": MetricsPull.objects.filter(incident=incident)[:10],
         },
     )
+
+
+@require_http_methods(["POST"])
+def metrics_pull(request: HttpRequest, slug: str) -> HttpResponse:
+    """Queue a pull from one of the team's Prometheus data sources."""
+    incident = selectors.incident_for_user(request.user, slug)
+    form = PullForm(request.POST, incident=incident)
+    if not form.is_valid():
+        messages.error(request, f"Pull not started: {form.errors.as_text()}")
+        return redirect("upload", slug=incident.slug)
+    try:
+        with transaction.atomic():
+            pull = pulls.pull_create(
+                incident=incident,
+                source=form.cleaned_data["source"],
+                queries=form.query_list(),
+                start=form.cleaned_data["start"],
+                end=form.cleaned_data["end"],
+                user=request.user,
+            )
+            pulls.pull_queue(pull=pull)
+    except IngestError as exc:
+        messages.error(request, f"Pull not started: {exc}")
+    else:
+        messages.success(request, f"Pull {pull.pk} queued from {pull.source}.")
+    return redirect("upload", slug=incident.slug)
 
 
 def _accept(request: HttpRequest, incident: Incident, files: list[UploadedFile[bytes]]) -> None:

@@ -147,11 +147,15 @@ def _test_database_url() -> str:
 
 
 class Worker:
-    """A celery worker process on this session's queue, against the test database."""
+    """A celery worker process on this session's queues (both, unless told), against the test
+    database."""
 
-    def __init__(self, log: Path, upload_root: Path) -> None:
+    def __init__(self, log: Path, upload_root: Path, queues: list[str] | None = None) -> None:
+        from timeline.celery import queues as session_queues
+
         self.log = log
         self.upload_root = upload_root
+        self.queues = queues or session_queues(os.environ["CELERY_QUEUE"])  # ingest + analysis
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -177,7 +181,7 @@ class Worker:
                 "--without-gossip",
                 "--without-mingle",
                 "-Q",
-                os.environ["CELERY_QUEUE"],
+                ",".join(self.queues),
                 "-n",
                 f"test-{uuid.uuid4().hex[:6]}@%h",
             ],

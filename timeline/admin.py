@@ -1,5 +1,8 @@
 """Admin registrations (sample chunks are left out: packed arrays, composite key)."""
 
+from typing import Any
+
+from django import forms
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -92,3 +95,35 @@ class HypothesisStatusChangeAdmin(admin.ModelAdmin[models.HypothesisStatusChange
 
 for model in (models.Hypothesis, models.Evidence, models.Note, models.ApiToken):
     admin.site.register(model)
+
+
+class DataSourceForm(forms.ModelForm[models.DataSource]):
+    """The secrets are write-only: never rendered back; left empty, the stored one is kept."""
+
+    url = forms.URLField(max_length=500, assume_scheme="http")  # in-cluster servers often are
+    bearer_token = forms.CharField(required=False, widget=forms.PasswordInput)
+    password = forms.CharField(required=False, widget=forms.PasswordInput)
+
+    class Meta:
+        model = models.DataSource
+        fields = ["team", "name", "url", "bearer_token", "username", "password"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if self.instance.pk:
+            for secret in ("bearer_token", "password"):
+                if not data.get(secret):
+                    data[secret] = getattr(self.instance, secret)
+        return data
+
+
+@admin.register(models.DataSource)
+class DataSourceAdmin(admin.ModelAdmin[models.DataSource]):
+    form = DataSourceForm
+    list_display = ["name", "team", "url", "created_at"]
+
+
+@admin.register(models.MetricsPull)
+class MetricsPullAdmin(admin.ModelAdmin[models.MetricsPull]):
+    list_display = ["pk", "incident", "url", "status", "progress", "created_at"]
+    list_filter = ["status"]

@@ -200,9 +200,10 @@ class Series(models.Model):
 class SampleChunk(models.Model):
     """One hour of one metric series: its sample times and values as two packed arrays.
 
-    ``ts``: big-endian int8 microseconds since 2000-01-01 (a timestamptz's binary form);
-    ``vals``: big-endian float8; sorted by time, one value per time. Written and read through
-    timeline.metrics, never row by row."""
+    ``ts``: microseconds since 2000-01-01 as delta-of-delta, ``vals``: float8 bits XOR the
+    previous value's; each byte-shuffled in a zstd frame (timeline.metrics.packing says how);
+    sorted by time, one value per time. Written and read through timeline.metrics, never row
+    by row."""
 
     pk = models.CompositePrimaryKey("series_id", "bucket")
     # No database FK: samples are removed with their series by timeline.signals.
@@ -422,3 +423,63 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class DataSource(models.Model):
+    """A team's Prometheus-compatible server (Prometheus, Thanos, Mimir, VictoriaMetrics) to
+    pull metrics from.
+
+    The secret (a bearer token, or a basic-auth password) is stored as given, not encrypted at
+    rest: anyone who can read this table can read it. It is sent to the server only, and never
+    logged, rendered back or put in an error message."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="data_sources")
+    name = models.CharField(max_length=100)
+    url = models.URLField(max_length=500)
+    bearer_token = models.CharField(max_length=4000, blank=True)
+    username = models.CharField(max_length=200, blank=True)
+    password = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "name"], name="datasource_unique_name"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.url})"
+
+
+class MetricsPull(models.Model):
+    """One pull of metrics from a Prometheus server into an incident: the run row its task
+    claims, with its progress, counts and Prometheus's error as the server said it."""
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="metric_pulls")
+    source = models.ForeignKey(DataSource, null=True, blank=True, on_delete=models.SET_NULL)
+    url = models.URLField(max_length=500)
+    queries = models.JSONField(default=list)
+    start = models.DateTimeField()
+    end = models.DateTimeField()
+    step = models.FloatField(default=0.0)  # seconds; for expressions that are not selectors
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.PENDING)
+    progress = models.FloatField(default=0.0)
+    error = models.TextField(blank=True)
+    counts = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(end__gte=F("start")), name="metricspull_end_after_start"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"pull {self.pk} from {self.url}"

@@ -125,6 +125,8 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TIMEZONE = "UTC"
 # One queue name per deployment (tests use their own so stale tasks never cross over).
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "timeline")
+# Ingest on that queue, analyses on "<queue>.analysis" (timeline/celery.py says why).
+CELERY_TASK_ROUTES = ("timeline.celery.route_task",)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -147,4 +147,13 @@ def test_the_binary_forms_need_no_database() -> None:
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom) and node.module
     }
-    assert roots <= {"__future__", "collections", "dataclasses", "datetime", "numpy", "struct"}
+    assert roots <= {
+        "__future__",
+        "collections",
+        "dataclasses",
+        "datetime",
+        "numpy",
+        "struct",
+        "threading",
+        "zstandard",
+    }

@@ -1,7 +1,8 @@
 """Samples and rollups read back as numpy arrays (ms since the Unix epoch, float64 values).
 
-Each series comes back as one row: its chunks (or rollup buckets) concatenated by the server
-into bytea strings that numpy reads with no Python object per sample.
+Chunks come back a row each (each is compressed on its own) and are decoded all together by
+numpy with no Python object per sample; rollup buckets come back one row per series,
+concatenated by the server into bytea strings.
 """
 
 from __future__ import annotations
@@ -15,21 +16,20 @@ from django.db import connection
 from timeline.metrics import packing
 
 
-def _packed(
+def _chunks(
     series_ids: Sequence[int], start: dt.datetime | None, end: dt.datetime | None
-) -> dict[int, tuple[bytes, bytes]]:
-    """The chunks of these series that reach into [start, end], concatenated per series in
-    time order: (packed times, packed values). Edge chunks reach past the window."""
+) -> list[tuple[int, bytes, bytes]]:
+    """The chunks of these series that reach into [start, end], by series and time: (series
+    id, packed times, packed values). Edge chunks reach past the window."""
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT series_id, string_agg(ts, ''::bytea ORDER BY bucket), "
-            "string_agg(vals, ''::bytea ORDER BY bucket) FROM timeline_samplechunk "
+            "SELECT series_id, ts, vals FROM timeline_samplechunk "
             "WHERE series_id = ANY(%s) "
             "AND bucket > COALESCE(%s::timestamptz - interval '1 hour', '-infinity') "
-            "AND bucket <= COALESCE(%s::timestamptz, 'infinity') GROUP BY series_id",
+            "AND bucket <= COALESCE(%s::timestamptz, 'infinity') ORDER BY series_id, bucket",
             [list(series_ids), start, end],
         )
-        return {int(sid): (bytes(t), bytes(v)) for sid, t, v in cur.fetchall()}
+        return [(int(sid), t, v) for sid, t, v in cur.fetchall()]
 
 
 def samples_read(
@@ -41,15 +41,25 @@ def samples_read(
     order; series without samples there are left out."""
     if not series_ids:
         return {}
+    rows = _chunks(series_ids, start, end)
+    if not rows:
+        return {}
+    # Every chunk decoded in one go (packing.decode_many), then cut per series.
+    all_ts, all_values, counts = packing.decode_many([r[1] for r in rows], [r[2] for r in rows])
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    firsts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    ends = np.cumsum(counts)
+    bounds = np.r_[0, ends[np.r_[firsts[1:] - 1, len(rows) - 1]]]
     out = {}
-    for sid, (raw_ts, raw_values) in _packed(series_ids, start, end).items():
-        ts, values = packing.decode_ms(raw_ts, raw_values)
+    for k, first in enumerate(firsts.tolist()):
+        ts = all_ts[bounds[k] : bounds[k + 1]]
+        values = all_values[bounds[k] : bounds[k + 1]]
         if start is not None or end is not None:
             lo = ts.searchsorted(start.timestamp() * 1000, "left") if start else 0
             hi = ts.searchsorted(end.timestamp() * 1000, "right") if end else len(ts)
             ts, values = ts[lo:hi], values[lo:hi]
         if len(ts):
-            out[sid] = (ts, values)
+            out[int(ids[first])] = (ts, values)
     return out
 
 

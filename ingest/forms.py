@@ -1,0 +1,31 @@
+"""Forms of the ingest pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from timeline.models import DataSource, Incident
+
+
+class PullForm(forms.Form):
+    """Pull metrics for the incident from one of its team's data sources."""
+
+    source = forms.ModelChoiceField(queryset=DataSource.objects.none(), empty_label=None)
+    queries = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "one selector per line"}),
+        help_text="Empty: the SGLang and DCGM series.",
+    )
+    start = forms.DateTimeField(required=False, help_text="Empty: the incident's window.")
+    end = forms.DateTimeField(required=False)
+
+    def __init__(self, *args: Any, incident: Incident, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["source"]
+        assert isinstance(field, forms.ModelChoiceField)
+        field.queryset = DataSource.objects.filter(team_id=incident.team_id)
+
+    def query_list(self) -> list[str]:
+        return [q.strip() for q in self.cleaned_data["queries"].splitlines() if q.strip()]
