@@ -57,7 +57,7 @@ def test_a_steady_scrape_takes_a_small_fraction_of_the_plain_bytes() -> None:
 
 
 def test_migration_0008_converts_stored_plain_chunks_and_back(incident) -> None:
-    migration = importlib.import_module("timeline.migrations.0008_compressed_chunks")
+    migration = importlib.import_module("timeline.migrations.0009_compressed_chunks")
     series = Series.objects.create(incident=incident, name="up", labels={})
     rng = np.random.default_rng(6)
     chunks = [_odd_chunk(rng, n, h) for h, n in enumerate([30, 1, 700])]

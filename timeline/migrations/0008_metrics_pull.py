@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("timeline", "0006_analysis_weights"),
+        ("timeline", "0007_series_origin"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

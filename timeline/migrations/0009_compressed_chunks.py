@@ -59,5 +59,5 @@ def decompress(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("timeline", "0007_metrics_pull")]
+    dependencies = [("timeline", "0008_metrics_pull")]
     operations = [migrations.RunPython(compress, decompress, elidable=False)]
