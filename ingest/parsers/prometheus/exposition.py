@@ -15,6 +15,7 @@ which runs whenever the bulk path gives up and names the first bad line.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from ..text import head_text
 from ..types import ParseContext, ParseResult, SampleBlock
@@ -22,6 +23,11 @@ from .bulk import Bail, gc_paused, parse_bulk
 from .careful import parse_careful
 from .chunks import has_eof_marker
 from .grammar import Meta, Registry, default_type
+from .om_bulk import parse_openmetrics_bulk
+from .openmetrics import is_openmetrics_name, parse_openmetrics_careful
+
+if TYPE_CHECKING:
+    import mmap
 
 KIND_EXPOSITION = "prometheus_text"
 
@@ -31,26 +37,64 @@ _SAMPLE_LINE_RE = re.compile(
 )
 
 
-def parse_exposition(data: bytes, ctx: ParseContext) -> ParseResult:
-    """Parse Prometheus text format 0.0.4 or OpenMetrics 1.0 (one or several scrapes).
+def is_openmetrics(data: bytes | mmap.mmap, name: str) -> bool:
+    """Whether a file is judged as OpenMetrics: its name declares it (``*.om``) or it has a
+    ``# EOF`` line. Anything else is Prometheus text format 0.0.4."""
+    return is_openmetrics_name(name) or has_eof_marker(data)
 
-    OpenMetrics is recognised by a ``# EOF`` line; its timestamps are seconds, the text
-    format's are milliseconds. A sample without a timestamp takes ``ctx.default_time``.
-    Returns one SampleBlock per series, with type/unit/help from the metadata lines.
+
+def parse_exposition(
+    data: bytes, ctx: ParseContext, *, openmetrics: bool | None = None
+) -> ParseResult:
+    """Parse Prometheus text format 0.0.4 or OpenMetrics 1.0 (see the module docstring).
+
+    ``openmetrics``: True or False when the caller knows the format (a content type, a
+    conformance run); None decides by :func:`is_openmetrics`. A sample without a timestamp
+    takes ``ctx.default_time``. Returns one SampleBlock per series, with type/unit/help.
     """
-    openmetrics = has_eof_marker(data)
+    if openmetrics is None:
+        openmetrics = is_openmetrics(data, ctx.name)
+    if openmetrics:
+        return _parse_openmetrics(data, ctx)
     registry, meta = Registry(), Meta()
     with gc_paused():
         try:
-            ts_cols, val_cols = parse_bulk(data, ctx, openmetrics, registry, meta)
+            ts_cols, val_cols = parse_bulk(data, ctx, False, registry, meta)
         except Bail:
             registry, meta = Registry(), Meta()
-            ts_cols, val_cols = parse_careful(data, ctx, openmetrics, registry, meta)
+            ts_cols, val_cols = parse_careful(data, ctx, False, registry, meta)
     result = ParseResult(kind=KIND_EXPOSITION)
     for key, ts_col, val_col in zip(registry.keys, ts_cols, val_cols, strict=True):
         block = SampleBlock(key=key, ts_ms=ts_col, values=val_col)
-        meta.fill(block, default_type(openmetrics=openmetrics))
+        meta.fill(block, default_type(openmetrics=False))
         result.samples.append(block)
+    if not result.samples:
+        result.warnings.append(f"{ctx.name}: no samples found")
+    return result
+
+
+def _parse_openmetrics(data: bytes, ctx: ParseContext) -> ParseResult:
+    registry = Registry()
+    with gc_paused():
+        try:
+            cols = parse_openmetrics_bulk(data, ctx, registry)
+        except Bail:
+            registry = Registry()
+            cols = parse_openmetrics_careful(data, ctx, registry)
+    result = ParseResult(kind=KIND_EXPOSITION, warnings=cols.warnings)
+    for key, ts_col, val_col, family in zip(
+        registry.keys, cols.ts_cols, cols.val_cols, cols.families, strict=True
+    ):
+        result.samples.append(
+            SampleBlock(
+                key=key,
+                ts_ms=ts_col,
+                values=val_col,
+                type=family.type,
+                unit=family.unit,
+                help=family.help,
+            )
+        )
     if not result.samples:
         result.warnings.append(f"{ctx.name}: no samples found")
     return result
