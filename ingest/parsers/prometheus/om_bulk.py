@@ -80,7 +80,9 @@ def _numbers(tokens: list[str], allowed: bytes) -> Floats:
         raw = joined.encode("ascii")
     except UnicodeEncodeError:
         raise Bail from None
-    if raw.translate(None, allowed) or _SIGNED_NAN.search(raw):
+    if raw.translate(None, allowed):
+        raise Bail
+    if (b"n" in raw or b"N" in raw) and _SIGNED_NAN.search(raw):
         raise Bail
     try:
         numbers = np.fromiter(map(float, tokens), np.float64, len(tokens))
@@ -304,9 +306,12 @@ def _runs(column: Ints) -> Ints:
 def _check_order(series: _Series, placed: list[tuple[int, str]], family_row: Ints) -> None:
     """Families and their metadata in one piece each, metadata first."""
     starts = _runs(family_row) if len(family_row) else family_row
+    cuts = [pos for pos, _ in placed if 0 < pos < len(family_row)]  # metadata inside a run
+    if cuts:
+        starts = np.union1d(starts, cuts)
     run_families = family_row[starts]
     if len(np.unique(run_families)) != len(run_families):
-        raise Bail  # a family's samples interleaved with another's
+        raise Bail  # a family's samples interleaved with another's, or with metadata
     events = sorted(
         [(pos, 0, seq, series.index[name]) for seq, (pos, name) in enumerate(placed)]
         + [
