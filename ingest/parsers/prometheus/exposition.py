@@ -1,15 +1,40 @@
-"""Prometheus text format 0.0.4 and OpenMetrics 1.0 exposition: one or several scrapes.
+"""Prometheus text format 0.0.4 and OpenMetrics 1.0 exposition: the entry point.
 
 Pure: bytes in, :class:`ParseResult` out. Every timestamp becomes milliseconds since the epoch
-(UTC). Within one series timestamps must strictly increase in file order; a repeat is a
-duplicate sample and a step back is an error, both reported with the offending line.
+(UTC) and must fall in the years 1 to 9999; a sample without one takes ``ctx.default_time``.
 
-A file with a ``# EOF`` line is OpenMetrics: its timestamps are seconds and an undeclared
-family is ``unknown``. Otherwise it is the text format: integer milliseconds, ``untyped``.
+Which format a file is: the caller may say (``parse_exposition(..., openmetrics=True)``, e.g.
+from a content type ``application/openmetrics-text``); otherwise a file is OpenMetrics when its
+name declares it (``*.om``) or it has a ``# EOF`` line, and the text format when not.
 
-Two implementations read the same grammar (:mod:`.grammar`): the bulk path (:mod:`.bulk`),
-fast on the ordinary shape of a scrape, and the careful line-by-line path (:mod:`.careful`),
-which runs whenever the bulk path gives up and names the first bad line.
+**OpenMetrics** is judged as its specification says (the rules: :mod:`.openmetrics`): one
+exposition ending with ``# EOF``, families and metrics not interleaved, metadata first and once,
+type-specific rules on names, labels and values, strict spelling. Anything that breaks a rule
+refuses the whole file with the line and what was expected. Timestamps are seconds; a family
+without TYPE is ``unknown``; samples after ``# EOF`` are an error.
+
+**The text format** keeps its own, more lenient rules, as Prometheus reads scrapes and as files
+of concatenated scrapes need:
+
+* UTF-8 (a leading byte order mark dropped), lines ending in ``\n`` or ``\r\n``; blank lines
+  and blanks around a line are ignored;
+* ``# HELP`` / ``# TYPE`` (and ``# UNIT``) anywhere, repeated as each scrape repeats them (the
+  first statement for a name wins); any other ``#`` line is a comment; no ``# EOF`` needed;
+* a series is ``name{labels}`` or ``{__name__="name",...}``, with blanks allowed around ``{``,
+  ``=`` and ``,`` and a trailing comma; label values escape ``\\``, ``\"`` and ``\n`` only
+  (another escape is an error, as in Prometheus);
+* the value and the optional timestamp follow after runs of blanks; a value is a float (``NaN``,
+  ``+Inf``, ``-Inf``; no ``_``), a timestamp integer milliseconds; anything after a ``#`` on a
+  sample line is ignored;
+* families, series and scrapes may interleave freely; no type-specific rule is checked (a
+  negative counter loads); an undeclared family is ``untyped``;
+* within one series timestamps strictly increase in file order: a repeat is a duplicate sample
+  and a step back an error, both reported with the offending line.
+
+Each format has two readers: a bulk path (text: :mod:`.bulk`; OpenMetrics: :mod:`.om_bulk`),
+fast on the ordinary shape of a file, and a careful line-by-line reader (:mod:`.careful`,
+:mod:`.openmetrics`), the reference, which runs whenever the bulk path gives up and names the
+first bad line.
 """
 
 from __future__ import annotations
