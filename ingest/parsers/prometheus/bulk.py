@@ -321,6 +321,12 @@ def parse_bulk(
     nseries = len(registry.keys)
     if not got:
         return [], []
+    return per_series(got, nseries)
+
+
+def per_series(got: list[Columns], nseries: int) -> tuple[list[array[int]], list[array[float]]]:
+    """The columns of several chunks as one timestamp and one value array per series id
+    (:func:`by_series` checks the order first)."""
     sids, values, stamps = by_series(got, nseries)
     bounds = np.concatenate(([0], np.cumsum(np.bincount(sids, minlength=nseries)))).tolist()
     ts_cols: list[array[int]] = []

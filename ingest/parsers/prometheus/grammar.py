@@ -163,6 +163,8 @@ OM_NUMBER_RE = re.compile(rf"{_OM_REAL}|[+-]?(?i:inf(?:inity)?)|(?i:nan)")
 # HELP text: any character, a backslash escaping the next one. The ABNF wants '"' escaped too,
 # but the official test suite reads ``\\\\"`` (an escaped backslash, then a quote) as valid.
 _OM_HELP_RE = re.compile(r"(?:[^\\]|\\.)*")
+# The rest of a label value: escaped characters (an escaped '"' too), then its closing '"'.
+_OM_QUOTED_RE = re.compile(r'(?:[^"\\]|\\.)*"', re.DOTALL)
 _OM_ESCAPES = {"n": "\n", '"': '"', "\\": "\\"}
 
 
@@ -213,21 +215,13 @@ def scan_labels_om(
         pos = match.end()
         if text[pos : pos + 2] != '="':
             raise ParseError(file, line, f"malformed {what}: expected '=\"' after label {name!r}")
-        pos += 2
-        start = pos
-        while True:
-            quote = text.find('"', pos)
-            if quote == -1:
-                raise ParseError(
-                    file, line, f"truncated value of label {name!r}: expected a closing '\"'"
-                )
-            slash = text.find("\\", pos, quote)
-            if slash == -1:
-                pos = quote
-                break
-            pos = slash + 2  # the escaped character, even a '"', belongs to the value
-        value = om_unescape(text[start:pos])
-        pos += 1
+        quoted = _OM_QUOTED_RE.match(text, pos + 2)
+        if quoted is None:
+            raise ParseError(
+                file, line, f"truncated value of label {name!r}: expected a closing '\"'"
+            )
+        value = om_unescape(text[pos + 2 : quoted.end() - 1])
+        pos = quoted.end()
         if name in seen:
             raise ParseError(file, line, f"malformed {what}: label {name!r} given twice")
         if name.startswith("__"):

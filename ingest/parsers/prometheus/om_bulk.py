@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import re
-from array import array
 
 import numpy as np
 import numpy.typing as npt
@@ -21,7 +20,7 @@ import numpy.typing as npt
 from ..text import BOM
 from ..timestamps import MAX_MS, MIN_MS
 from ..types import ParseContext, ParseError, SeriesKey
-from .bulk import Bail, Layout, by_series
+from .bulk import Bail, Layout, per_series
 from .chunks import raw_chunks
 from .grammar import Registry, default_ms, om_help, scan_series_om
 from .openmetrics import (
@@ -434,19 +433,8 @@ def parse_openmetrics_bulk(data: bytes, ctx: ParseContext, registry: Registry) -
     _check_metrics(group_row, np.concatenate(rows.timed), seconds)
     _check_values(series.rule[sids], values, set(series.rule.tolist()))
     _check_histograms(series, sids, group_row, values, seconds)
-    got = [(s, v, m) for s, v, m in zip(rows.sids, rows.values, rows.ms, strict=True)]
     del sids, values, seconds, group_row
-    sids, values, stamps = by_series(got, len(keys))  # Bail on a repeat within a series
-    bounds = np.concatenate(([0], np.cumsum(np.bincount(sids, minlength=len(keys))))).tolist()
-    ts_cols: list[array[int]] = []
-    val_cols: list[array[float]] = []
-    for sid in range(len(keys)):
-        lo, hi = bounds[sid], bounds[sid + 1]
-        ts_col: array[int] = array("q")
-        ts_col.frombytes(stamps[lo:hi].tobytes())
-        val_col: array[float] = array("d")
-        val_col.frombytes(values[lo:hi].tobytes())
-        ts_cols.append(ts_col)
-        val_cols.append(val_col)
+    got = list(zip(rows.sids, rows.values, rows.ms, strict=True))
+    ts_cols, val_cols = per_series(got, len(keys))  # Bail on a repeat within a series
     families = [series.families[fid] for fid in series.family.tolist()]
     return OmColumns(ts_cols, val_cols, families, [])
