@@ -114,6 +114,7 @@ _RULE_WORDS = {
     BOOL: "0 or 1 (a state is false or true)",
     ONE: "1 (an info sample's value)",
 }
+_SPECIAL_WORDS = {"le": "bucket", "quantile": "quantile"}
 EXEMPLAR_SUFFIX = {"counter": "_total", "histogram": "_bucket", "gaugehistogram": "_bucket"}
 EXEMPLAR_MAX_CHARS = 128
 
@@ -201,7 +202,6 @@ class Family:
 class _Point:
     """The samples of one histogram point (one metric, one timestamp) read so far."""
 
-    line: int
     le: float = -math.inf
     buckets: int = 0
     bucket_value: float = 0.0
@@ -389,14 +389,7 @@ class Rules:
                 raise self.fail(
                     lineno,
                     f"{series_repr(key)} has no {special!r} label: expected one on every "
-                    + (
-                        "bucket"
-                        if special == "le"
-                        else "quantile"
-                        if special == "quantile"
-                        else "state"
-                    )
-                    + f" of {kind} {family.name!r}",
+                    f"{_SPECIAL_WORDS.get(special, 'state')} of {kind} {family.name!r}",
                 )
             if special == "le":
                 parsed = le_value(text)
@@ -473,7 +466,7 @@ class Rules:
     ) -> None:
         point = self.point
         if point is None:
-            point = self.point = _Point(lineno)
+            point = self.point = _Point()
         point.last = lineno
         if suffix == "_bucket":
             if point.buckets and not le > point.le:
@@ -641,7 +634,7 @@ def parse_openmetrics_careful(data: bytes, ctx: ParseContext, registry: Registry
                 file,
                 lineno,
                 f"expected nothing after '# EOF' (line {eof}): an OpenMetrics exposition ends "
-                "there",
+                "there (concatenated scrapes go one to a file)",
             )
         if line.endswith("\r"):
             raise ParseError(file, lineno, "line ends with '\\r\\n': expected '\\n' alone")
