@@ -272,16 +272,21 @@ def _got(token: str) -> str:
     return repr(token) if token else "nothing (two spaces, or one at the end of the line?)"
 
 
-def om_seconds(token: str, what: str, file: str, line: int) -> float:
-    """An OpenMetrics timestamp: a finite real number of seconds."""
+def om_seconds(
+    token: str, key: SeriesKey, file: str, line: int, *, exemplar: bool = False
+) -> float:
+    """An OpenMetrics timestamp (of the sample of ``key``, or of its exemplar): a finite real
+    number of seconds."""
     if OM_REAL_RE.fullmatch(token):
         value = float(token)
         if math.isfinite(value):
             return value
+    what = "of the exemplar of" if exemplar else "for"
     raise ParseError(
         file,
         line,
-        f"bad timestamp {what}: expected seconds since 1970 as a number, got {_got(token)}",
+        f"bad timestamp {what} {series_repr(key)}: expected seconds since 1970 as a number, "
+        f"got {_got(token)}",
     )
 
 

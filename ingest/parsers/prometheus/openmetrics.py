@@ -213,6 +213,18 @@ class _Point:
     last: int = 0
 
 
+@dataclass(frozen=True)
+class _Role:
+    """What one series is within its family, worked out at its first sample."""
+
+    family: Family
+    kind: str
+    rule: int  # what its values may be
+    exemplars: bool  # whether it may carry exemplars
+    le: float  # a bucket's le, else NaN
+    group: tuple[tuple[str, str], ...]  # its metric: the labels less le/quantile/state
+
+
 class Rules:
     """The OpenMetrics family state machine, fed one line at a time in file order."""
 
@@ -225,6 +237,7 @@ class Rules:
         self.group_ts: float | None = None
         self.groups: dict[tuple[tuple[str, str], ...], int] = {}  # metric -> its last line
         self.point: _Point | None = None
+        self.roles: dict[int, _Role] = {}  # series id -> its role, while its family holds
 
     def fail(self, line: int, message: str) -> ParseError:
         return ParseError(self.file, line, message)
@@ -364,15 +377,45 @@ class Rules:
 
     def sample(
         self,
+        sid: int,
         key: SeriesKey,
         value: float,
         ts: float | None,
         exemplar: float | None,
         lineno: int,
     ) -> Family:
-        """Check one sample; returns its family."""
+        """Check one sample of series ``sid``; returns its family."""
         family, suffix = self.family_of(key.name, lineno)
         family.sampled, family.last = True, lineno
+        role = self.roles.get(sid)
+        if role is None or role.family is not family:
+            role = self.roles[sid] = self._role(family, suffix, key, lineno)
+        if role.rule != ANY and not value_ok(role.rule, value):
+            raise self.fail(
+                lineno,
+                f"value {value!r} of {series_repr(key)} ({role.kind} {family.name!r}): "
+                f"expected {_RULE_WORDS[role.rule]}",
+            )
+        if exemplar is not None:
+            if not role.exemplars:
+                raise self.fail(
+                    lineno,
+                    f"exemplar on {series_repr(key)}: expected exemplars only on counter totals "
+                    "and histogram buckets",
+                )
+            if role.kind in HISTOGRAMS and not exemplar <= role.le:
+                raise self.fail(
+                    lineno,
+                    f"exemplar value {exemplar!r} above the bucket le={dict(key.labels)['le']!r}"
+                    " it is in",
+                )
+        self._order(key, role.group, ts, lineno)
+        if role.kind in HISTOGRAMS:
+            self._histogram(family, key, suffix, role.le, value, lineno)
+        return family
+
+    def _role(self, family: Family, suffix: str, key: SeriesKey, lineno: int) -> _Role:
+        """What a series is in its family; raises for the labels its type needs or forbids."""
         kind = family.type
         labels = dict(key.labels)
         special = special_label(kind, suffix, family.name)
@@ -404,30 +447,15 @@ class Rules:
                     lineno,
                     f"bad quantile={text!r} on {series_repr(key)}: expected a number from 0 to 1",
                 )
-        rule = VALUE_RULE.get((kind, suffix), ANY)
-        if not value_ok(rule, value):
-            raise self.fail(
-                lineno,
-                f"value {value!r} of {series_repr(key)} ({kind} {family.name!r}): expected "
-                + _RULE_WORDS[rule],
-            )
-        if exemplar is not None:
-            if EXEMPLAR_SUFFIX.get(kind) != suffix:
-                raise self.fail(
-                    lineno,
-                    f"exemplar on {series_repr(key)}: expected exemplars only on counter totals "
-                    "and histogram buckets",
-                )
-            if kind in HISTOGRAMS and not exemplar <= le:
-                raise self.fail(
-                    lineno,
-                    f"exemplar value {exemplar!r} above the bucket le={labels['le']!r} it is in",
-                )
         group = key.labels if special is None else tuple(p for p in key.labels if p[0] != special)
-        self._order(key, group, ts, lineno)
-        if kind in HISTOGRAMS:
-            self._histogram(family, key, suffix, le, value, lineno)
-        return family
+        return _Role(
+            family=family,
+            kind=kind,
+            rule=VALUE_RULE.get((kind, suffix), ANY),
+            exemplars=EXEMPLAR_SUFFIX.get(kind) == suffix,
+            le=le,
+            group=group,
+        )
 
     def _order(
         self, key: SeriesKey, group: tuple[tuple[str, str], ...], ts: float | None, lineno: int
@@ -597,8 +625,20 @@ def _exemplar(rest: str, key: SeriesKey, file: str, lineno: int) -> float:
         )
     value = om_value(tokens[0], key, file, lineno)
     if len(tokens) == 2:
-        om_seconds(tokens[1], f"of the exemplar of {series_repr(key)}", file, lineno)
+        om_seconds(tokens[1], key, file, lineno, exemplar=True)
     return value
+
+
+_STAMP_CACHE = 1 << 16
+
+
+def _stamp(token: str, key: SeriesKey, file: str, line: int) -> tuple[float, int]:
+    """A sample's timestamp in seconds and in the timeline's milliseconds."""
+    seconds = om_seconds(token, key, file, line)
+    try:
+        return seconds, epoch_ms(seconds, "s")
+    except TimeError as exc:
+        raise ParseError(file, line, f"bad timestamp for {series_repr(key)}: {exc}") from None
 
 
 @dataclass
@@ -623,6 +663,7 @@ def parse_openmetrics_careful(data: bytes, ctx: ParseContext, registry: Registry
     val_cols: list[array[float]] = []
     families: list[Family] = []
     fallback_ms = default_ms(ctx)
+    stamps: dict[str, tuple[float, int]] = {}  # a timestamp token repeats for every series
     dropped, first_dropped = 0, 0
     eof = lineno = 0
     line = ""
@@ -671,34 +712,35 @@ def parse_openmetrics_careful(data: bytes, ctx: ParseContext, registry: Registry
         value = om_value(tokens[0], key, file, lineno)
         ts: float | None = None
         exemplar: float | None = None
+        stamp: tuple[float, int] | None = None
         if len(tokens) > 1:
             if tokens[1] == "#":
                 exemplar = _exemplar(rest[len(tokens[0]) + 1 :], key, file, lineno)
             else:
-                ts = om_seconds(tokens[1], f"for {series_repr(key)}", file, lineno)
+                stamp = stamps.get(tokens[1])
+                if stamp is None:
+                    stamp = _stamp(tokens[1], key, file, lineno)
+                    if len(stamps) < _STAMP_CACHE:
+                        stamps[tokens[1]] = stamp
+                ts = stamp[0]
                 if len(tokens) > 2:
                     exemplar = _exemplar(tokens[2], key, file, lineno)
-        family = rules.sample(key, value, ts, exemplar, lineno)
+        family = rules.sample(sid, key, value, ts, exemplar, lineno)
         if sid == len(ts_cols):
             ts_cols.append(array("q"))
             val_cols.append(array("d"))
             families.append(family)
-        if ts is None:
-            if fallback_ms is None:
-                raise ParseError(
-                    file,
-                    lineno,
-                    f"sample for {series_repr(key)} has no timestamp: expected one, or a "
-                    "default time given for the file",
-                )
-            ms = fallback_ms
+        if stamp is not None:
+            ms = stamp[1]
+        elif fallback_ms is None:
+            raise ParseError(
+                file,
+                lineno,
+                f"sample for {series_repr(key)} has no timestamp: expected one, or a "
+                "default time given for the file",
+            )
         else:
-            try:
-                ms = epoch_ms(ts, "s")
-            except TimeError as exc:
-                raise ParseError(
-                    file, lineno, f"bad timestamp for {series_repr(key)}: {exc}"
-                ) from None
+            ms = fallback_ms
         col = ts_cols[sid]
         if col and ms <= col[-1]:  # the metric's order holds, so only a repeat is left
             dropped += 1
