@@ -30,20 +30,19 @@ from .openmetrics import (
     COUNTER,
     GSUM,
     HISTOGRAMS,
+    META_RE,
     ONE,
     QUANTILE,
     SUFFIXES,
     TYPES,
+    UNIT_RE,
     VALUE_RULE,
     Family,
+    LabelError,
     OmColumns,
-    le_value,
-    quantile_value,
-    special_label,
+    metric_of,
 )
 
-_META_RE = re.compile(r"# (HELP|TYPE|UNIT) ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*)")
-_UNIT_RE = re.compile(r"[a-zA-Z0-9_:]*")
 # Within these characters float() reads exactly the ABNF's numbers, but for a signed NaN.
 _VALUE_CHARS = b"0123456789.eE+-\ninfatyINFATY"
 _STAMP_CHARS = b"0123456789.eE+-\n"
@@ -192,7 +191,7 @@ def _declared(comments: list[tuple[int, str]]) -> tuple[dict[str, Family], list[
     families: dict[str, Family] = {}
     placed: list[tuple[int, str]] = []
     for pos, line in comments:
-        match = _META_RE.fullmatch(line)
+        match = META_RE.fullmatch(line)
         if match is None:
             raise Bail
         keyword, name, value = match.groups()
@@ -207,7 +206,7 @@ def _declared(comments: list[tuple[int, str]]) -> tuple[dict[str, Family], list[
                 raise Bail
             family.type = value
         elif keyword == "UNIT":
-            if not _UNIT_RE.fullmatch(value) or (value and not name.endswith("_" + value)):
+            if not UNIT_RE.fullmatch(value) or (value and not name.endswith("_" + value)):
                 raise Bail
             family.unit = value
         else:
@@ -267,27 +266,11 @@ class _Series:
         for sid, key in enumerate(keys):
             family, suffix = claims[key.name]
             kind = family.type
-            labels = dict(key.labels)
-            special = special_label(kind, suffix, family.name)
-            if kind in HISTOGRAMS and "le" in labels and suffix != "_bucket":
-                raise Bail
-            if kind == "summary" and "quantile" in labels and suffix != "":
-                raise Bail
-            if special is not None:
-                text = labels.get(special)
-                if text is None:
-                    raise Bail
-                if special == "le":
-                    le = le_value(text)
-                    if le is None:
-                        raise Bail
-                    self.le[sid] = le
-                elif special == "quantile" and quantile_value(text) is None:
-                    raise Bail
+            try:
+                self.le[sid], metric = metric_of(family, suffix, key)
+            except LabelError:
+                raise Bail from None
             fid = self.index[family.name]
-            metric = (
-                key.labels if special is None else tuple(p for p in key.labels if p[0] != special)
-            )
             self.family[sid] = fid
             self.group[sid] = groups.setdefault((fid, metric), len(groups))
             self.rule[sid] = VALUE_RULE.get((kind, suffix), ANY)

@@ -118,8 +118,8 @@ _SPECIAL_WORDS = {"le": "bucket", "quantile": "quantile"}
 EXEMPLAR_SUFFIX = {"counter": "_total", "histogram": "_bucket", "gaugehistogram": "_bucket"}
 EXEMPLAR_MAX_CHARS = 128
 
-_META_RE = re.compile(r"# (HELP|TYPE|UNIT) ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*)")
-_UNIT_RE = re.compile(r"[a-zA-Z0-9_:]*")
+META_RE = re.compile(r"# (HELP|TYPE|UNIT) ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*)")
+UNIT_RE = re.compile(r"[a-zA-Z0-9_:]*")
 EOF_LINE = "# EOF"
 
 
@@ -175,6 +175,44 @@ def special_label(kind: str, suffix: str, family: str) -> str | None:
     if kind == "stateset":
         return family
     return None
+
+
+class LabelError(ValueError):
+    """A series lacks a label its type needs, or has one it forbids (the message says which)."""
+
+
+def metric_of(
+    family: Family, suffix: str, key: SeriesKey
+) -> tuple[float, tuple[tuple[str, str], ...]]:
+    """A series' ``le`` (NaN but on buckets) and its metric (its labels less the point's own:
+    ``le``, ``quantile``, a stateset's state); :class:`LabelError` when its labels break what
+    its family's type says."""
+    kind = family.type
+    labels = dict(key.labels)
+    special = special_label(kind, suffix, family.name)
+    if kind in HISTOGRAMS and "le" in labels and suffix != "_bucket":
+        raise LabelError(f"{series_repr(key)}: only buckets carry an 'le' label")
+    if kind == "summary" and "quantile" in labels and suffix != "":
+        raise LabelError(f"{series_repr(key)}: only a summary's quantiles carry a 'quantile' label")
+    if special is None:
+        return math.nan, key.labels
+    text = labels.get(special)
+    if text is None:
+        raise LabelError(
+            f"{series_repr(key)} has no {special!r} label: expected one on every "
+            f"{_SPECIAL_WORDS.get(special, 'state')} of {kind} {family.name!r}"
+        )
+    le = math.nan
+    if special == "le":
+        parsed = le_value(text)
+        if parsed is None:
+            raise LabelError(f"bad le={text!r} on {series_repr(key)}: expected a number or '+Inf'")
+        le = parsed
+    elif special == "quantile" and quantile_value(text) is None:
+        raise LabelError(
+            f"bad quantile={text!r} on {series_repr(key)}: expected a number from 0 to 1"
+        )
+    return le, tuple(p for p in key.labels if p[0] != special)
 
 
 @dataclass(eq=False)
@@ -269,7 +307,7 @@ class Rules:
         self.group, self.group_ts, self.groups = None, None, {}
 
     def metadata(self, line: str, lineno: int) -> None:
-        match = _META_RE.fullmatch(line)
+        match = META_RE.fullmatch(line)
         if match is None:
             keyword = line[2:6]
             if line[:7] in ("# HELP ", "# TYPE ", "# UNIT ") or line in (
@@ -307,7 +345,7 @@ class Rules:
         if keyword == "TYPE":
             self._type(family, value, lineno)
         elif keyword == "UNIT":
-            if not _UNIT_RE.fullmatch(value):
+            if not UNIT_RE.fullmatch(value):
                 raise self.fail(lineno, f"bad unit {value!r} for {name!r}: expected [a-zA-Z0-9_:]*")
             if value and not name.endswith("_" + value):
                 raise self.fail(
@@ -416,43 +454,15 @@ class Rules:
 
     def _role(self, family: Family, suffix: str, key: SeriesKey, lineno: int) -> _Role:
         """What a series is in its family; raises for the labels its type needs or forbids."""
-        kind = family.type
-        labels = dict(key.labels)
-        special = special_label(kind, suffix, family.name)
-        le = math.nan
-        if kind in HISTOGRAMS and "le" in labels and suffix != "_bucket":
-            raise self.fail(lineno, f"{series_repr(key)}: only buckets carry an 'le' label")
-        if kind == "summary" and "quantile" in labels and suffix != "":
-            raise self.fail(
-                lineno, f"{series_repr(key)}: only a summary's quantiles carry a 'quantile' label"
-            )
-        if special is not None:
-            text = labels.get(special)
-            if text is None:
-                raise self.fail(
-                    lineno,
-                    f"{series_repr(key)} has no {special!r} label: expected one on every "
-                    f"{_SPECIAL_WORDS.get(special, 'state')} of {kind} {family.name!r}",
-                )
-            if special == "le":
-                parsed = le_value(text)
-                if parsed is None:
-                    raise self.fail(
-                        lineno,
-                        f"bad le={text!r} on {series_repr(key)}: expected a number or '+Inf'",
-                    )
-                le = parsed
-            elif special == "quantile" and quantile_value(text) is None:
-                raise self.fail(
-                    lineno,
-                    f"bad quantile={text!r} on {series_repr(key)}: expected a number from 0 to 1",
-                )
-        group = key.labels if special is None else tuple(p for p in key.labels if p[0] != special)
+        try:
+            le, group = metric_of(family, suffix, key)
+        except LabelError as exc:
+            raise self.fail(lineno, str(exc)) from None
         return _Role(
             family=family,
-            kind=kind,
-            rule=VALUE_RULE.get((kind, suffix), ANY),
-            exemplars=EXEMPLAR_SUFFIX.get(kind) == suffix,
+            kind=family.type,
+            rule=VALUE_RULE.get((family.type, suffix), ANY),
+            exemplars=EXEMPLAR_SUFFIX.get(family.type) == suffix,
             le=le,
             group=group,
         )
