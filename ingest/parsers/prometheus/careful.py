@@ -13,7 +13,15 @@ from ..series import check_order, series_repr
 from ..text import decode
 from ..types import ParseContext, ParseError
 from .chunks import raw_chunks
-from .grammar import Meta, Registry, default_ms, parse_timestamp, parse_value, scan_series
+from .grammar import (
+    Meta,
+    Registry,
+    default_ms,
+    no_timestamp,
+    parse_timestamp,
+    parse_value,
+    scan_series,
+)
 from .openmetrics import parse_openmetrics_careful
 
 
@@ -86,12 +94,7 @@ def parse_careful(
             if len(tokens) == 2:
                 ts = parse_timestamp(tokens[1], key, openmetrics, file, lineno)
             elif fallback_ms is None:
-                raise ParseError(
-                    file,
-                    lineno,
-                    f"sample for {series_repr(key)} has no timestamp: expected one, or a "
-                    "default time given for the file",
-                )
+                raise no_timestamp(key, file, lineno)
             else:
                 ts = fallback_ms
             col = ts_cols[sid]

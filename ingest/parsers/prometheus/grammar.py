@@ -39,6 +39,16 @@ def default_ms(ctx: ParseContext) -> int | None:
     return None if given is None else to_epoch_ms(given)
 
 
+def no_timestamp(key: SeriesKey, file: str, line: int) -> ParseError:
+    """The error for a sample without a timestamp when the file was given no default time."""
+    return ParseError(
+        file,
+        line,
+        f"sample for {series_repr(key)} has no timestamp: expected one, or a default time "
+        "given for the file",
+    )
+
+
 def _skip_blanks(text: str, pos: int) -> int:
     n = len(text)
     while pos < n and text[pos] in " \t":

@@ -61,6 +61,7 @@ from .grammar import (
     OM_REAL_RE,
     Registry,
     default_ms,
+    no_timestamp,
     om_help,
     om_seconds,
     om_value,
@@ -743,12 +744,7 @@ def parse_openmetrics_careful(data: bytes, ctx: ParseContext, registry: Registry
         if stamp is not None:
             ms = stamp[1]
         elif fallback_ms is None:
-            raise ParseError(
-                file,
-                lineno,
-                f"sample for {series_repr(key)} has no timestamp: expected one, or a "
-                "default time given for the file",
-            )
+            raise no_timestamp(key, file, lineno)
         else:
             ms = fallback_ms
         col = ts_cols[sid]
