@@ -217,8 +217,10 @@ def _expected(series: dict) -> dict:
 
 
 def _write_exposition(series: dict, *, openmetrics: bool, style: dict) -> bytes:
-    """Write the samples scrape by scrape (interleaved series), in one of several spellings."""
-    sep = "  " if style["wide"] else " "
+    """Write the samples in one of several spellings: the text format scrape by scrape
+    (interleaved series), OpenMetrics as its specification orders it (a family's TYPE, then
+    each of its series' points in turn; single spaces, no blank lines, ``# EOF`` last)."""
+    sep = " " if openmetrics or not style["wide"] else "  "
     rows = []
     for (name, labels), pts in series.items():
         pairs = list(labels)
@@ -228,14 +230,19 @@ def _write_exposition(series: dict, *, openmetrics: bool, style: dict) -> bytes:
         text = f"{name}{{{inner}}}" if pairs or style["empty_braces"] else name
         for i, (ts, value) in enumerate(pts):
             stamp = f"{ts / 1000:.3f}" if openmetrics else str(ts)
-            rows.append((i, f"{text}{sep}{_number(value)}{sep}{stamp}"))
-    rows.sort(key=lambda r: r[0])  # stable: scrape i of every series, then scrape i + 1
-    lines = [f"# TYPE {name} gauge" for name in dict.fromkeys(n for n, _ in series)]
-    lines += [line for _, line in rows]
+            rows.append((name, i, f"{text}{sep}{_number(value)}{sep}{stamp}"))
+    names = list(dict.fromkeys(n for n, _ in series))
+    if openmetrics:
+        lines = []
+        for name in names:
+            lines.append(f"# TYPE {name} gauge")
+            lines += [line for family, _, line in rows if family == name]
+        return ("\n".join([*lines, "# EOF"]) + "\n").encode()
+    rows.sort(key=lambda r: r[1])  # stable: scrape i of every series, then scrape i + 1
+    lines = [f"# TYPE {name} gauge" for name in names]
+    lines += [line for _, _, line in rows]
     if style["blank_lines"]:
         lines = [x for line in lines for x in (line, "")]
-    if openmetrics:
-        lines.append("# EOF")
     return ("\n".join(lines) + "\n").encode()
 
 

@@ -103,66 +103,106 @@ def columns(
     return sids, vals, np.full(m, fallback_ms, np.int64)
 
 
+class Layout:
+    """Where the lines of a chunk are: their bounds, which are comments, which are samples."""
+
+    def __init__(self, raw: bytes) -> None:
+        size = len(raw)
+        self.raw = raw
+        self.arr = arr = np.frombuffer(raw, np.uint8)
+        newlines = np.flatnonzero(arr == 10)
+        starts = np.empty(len(newlines) + 1, np.int64)
+        starts[0] = 0
+        starts[1:] = newlines + 1
+        ends = np.empty_like(starts)
+        ends[:-1] = newlines
+        ends[-1] = size
+        nonempty = ends > starts
+        first_byte = arr[np.minimum(starts, size - 1)]
+        self.starts, self.ends = starts, ends
+        self.comment = nonempty & (first_byte == 35)
+        self.sample = nonempty & ~self.comment
+        self.count = int(self.sample.sum())
+
+    def comment_lines(self, *, distinct: bool = False) -> list[str]:
+        """The comment lines in file order, or each distinct one once (Bail on undecodable
+        bytes)."""
+        bounds = map(slice, self.starts[self.comment].tolist(), self.ends[self.comment].tolist())
+        lines = map(self.raw.__getitem__, bounds)
+        try:
+            return [line.decode("utf-8") for line in (dict.fromkeys(lines) if distinct else lines)]
+        except UnicodeDecodeError:
+            raise Bail from None
+
+    def tokens(self, fields: int) -> tuple[list[str], bool] | None:
+        """Every sample line split at its last ``fields - 1`` spaces into one flat token list
+        (``fields`` tokens a line, the series text first), and whether spaces inside series
+        texts were masked with NUL to do it; None when a sample line has too few spaces.
+
+        Spaces inside series texts (label values such as modelName="NVIDIA B200") are found
+        with numpy over the bytes and masked, so one ``split`` tokenises the whole chunk.
+        """
+        raw, arr, starts, ends, sample = self.raw, self.arr, self.starts, self.ends, self.sample
+        space_at = np.flatnonzero(arr == 32)
+        line_of_space = np.searchsorted(starts, space_at, side="right") - 1
+        spaces = np.bincount(line_of_space, minlength=len(starts))
+        per_sample = spaces[sample]
+        separators = fields - 1
+        if not (per_sample >= separators).all():
+            return None
+        body = raw
+        masked = bool((per_sample > separators).any())
+        if masked:
+            if b"\0" in raw:
+                return None
+            last_space = np.cumsum(spaces)[line_of_space] - 1
+            from_end = last_space - np.arange(len(space_at))
+            inner = space_at[(from_end >= separators) & sample[line_of_space]]
+            buffer = bytearray(raw)
+            np.frombuffer(buffer, np.uint8)[inner] = 0
+            body = bytes(buffer)
+        try:
+            if self.count == len(starts):
+                text = body.decode("utf-8")
+            else:
+                edges = np.diff(np.concatenate(([0], sample.view(np.int8), [0])))
+                first_lines = np.flatnonzero(edges == 1)
+                last_lines = np.flatnonzero(edges == -1) - 1
+                bounds = map(slice, starts[first_lines].tolist(), ends[last_lines].tolist())
+                text = b"\n".join(map(body.__getitem__, bounds)).decode("utf-8")
+        except UnicodeDecodeError:
+            raise Bail from None
+        flat = text.replace("\n", " ").split(" ")
+        if len(flat) != fields * self.count:
+            return None
+        return flat, masked
+
+
+def decode_chunk(raw: bytes) -> str:
+    """A chunk as text, or Bail (the careful path names the undecodable line)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Bail from None
+
+
 def flat_chunk(
     raw: bytes, ctx: ParseContext, openmetrics: bool, registry: Registry, comments: dict[str, None]
 ) -> Columns | None:
     """The common shape: every sample line is ``series value timestamp``, single spaces.
 
-    Line structure is found with numpy over the bytes; spaces inside series texts (label
-    values such as modelName="NVIDIA B200") are masked with NUL, then the sample lines are
-    split into one flat token list. Returns None when the chunk has another shape.
+    Returns None when the chunk has another shape (see :meth:`Layout.tokens`).
     """
-    size = len(raw)
-    arr = np.frombuffer(raw, np.uint8)
-    newlines = np.flatnonzero(arr == 10)
-    starts = np.empty(len(newlines) + 1, np.int64)
-    starts[0] = 0
-    starts[1:] = newlines + 1
-    ends = np.empty_like(starts)
-    ends[:-1] = newlines
-    ends[-1] = size
-    nonempty = ends > starts
-    first_byte = arr[np.minimum(starts, size - 1)]
-    comment = nonempty & (first_byte == 35)
-    sample = nonempty & ~comment
-    count = int(sample.sum())
-    if not count:
+    layout = Layout(raw)
+    if not layout.count:
         return None
-    space_at = np.flatnonzero(arr == 32)
-    line_of_space = np.searchsorted(starts, space_at, side="right") - 1
-    spaces = np.bincount(line_of_space, minlength=len(starts))
-    per_sample = spaces[sample]
-    if not (per_sample >= 2).all():
+    split = layout.tokens(3)
+    if split is None:
         return None
-    body = raw
-    masked = bool((per_sample > 2).any())
-    if masked:
-        if b"\0" in raw:
-            return None
-        last_space = np.cumsum(spaces)[line_of_space] - 1
-        from_end = last_space - np.arange(len(space_at))
-        inner = space_at[(from_end >= 2) & sample[line_of_space]]
-        buffer = bytearray(raw)
-        np.frombuffer(buffer, np.uint8)[inner] = 0
-        body = bytes(buffer)
-    try:
-        if comment.any():
-            bounds = map(slice, starts[comment].tolist(), ends[comment].tolist())
-            for line in dict.fromkeys(map(raw.__getitem__, bounds)):
-                comments[line.decode("utf-8").strip()] = None
-        if count == len(starts):
-            text = body.decode("utf-8")
-        else:
-            edges = np.diff(np.concatenate(([0], sample.view(np.int8), [0])))
-            first_lines = np.flatnonzero(edges == 1)
-            last_lines = np.flatnonzero(edges == -1) - 1
-            bounds = map(slice, starts[first_lines].tolist(), ends[last_lines].tolist())
-            text = b"\n".join(map(body.__getitem__, bounds)).decode("utf-8")
-    except UnicodeDecodeError:
-        raise Bail from None
-    flat = text.replace("\n", " ").split(" ")
-    if len(flat) != 3 * count:
-        return None
+    flat, masked = split
+    if layout.comment.any():
+        for line in layout.comment_lines(distinct=True):
+            comments[line.strip()] = None
     try:
         return columns(flat[0::3], flat[1::3], flat[2::3], ctx, openmetrics, registry, masked)
     except Bail:
@@ -177,10 +217,7 @@ def split_chunk(
     comments: dict[str, None],
 ) -> Columns | None:
     """Any mix of lines with and without timestamps, any blanks; tokenised line by line."""
-    try:
-        lines = raw.decode("utf-8").split("\n")
-    except UnicodeDecodeError:
-        raise Bail from None
+    lines = decode_chunk(raw).split("\n")
     n = len(lines)
     # rsplit from the right keeps spaces inside label values in the series text.
     tokens = list(map(str.rsplit, lines, repeat(None), repeat(2)))
@@ -284,6 +321,12 @@ def parse_bulk(
     nseries = len(registry.keys)
     if not got:
         return [], []
+    return per_series(got, nseries)
+
+
+def per_series(got: list[Columns], nseries: int) -> tuple[list[array[int]], list[array[float]]]:
+    """The columns of several chunks as one timestamp and one value array per series id
+    (:func:`by_series` checks the order first)."""
     sids, values, stamps = by_series(got, nseries)
     bounds = np.concatenate(([0], np.cumsum(np.bincount(sids, minlength=nseries)))).tolist()
     ts_cols: list[array[int]] = []

@@ -1,7 +1,7 @@
 """The line-by-line exposition parser: the reference for what the bulk path accepts.
 
 Pure. It runs whenever the bulk path gives up and raises the precise :class:`ParseError` for
-the first bad line.
+the first bad line. OpenMetrics has its own reference reader, :mod:`.openmetrics`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,16 @@ from ..series import check_order, series_repr
 from ..text import decode
 from ..types import ParseContext, ParseError
 from .chunks import raw_chunks
-from .grammar import Meta, Registry, default_ms, parse_timestamp, parse_value, scan_series
+from .grammar import (
+    Meta,
+    Registry,
+    default_ms,
+    no_timestamp,
+    parse_timestamp,
+    parse_value,
+    scan_series,
+)
+from .openmetrics import parse_openmetrics_careful
 
 
 def _chunks(data: bytes, file: str) -> Iterator[tuple[int, list[str]]]:
@@ -28,6 +37,18 @@ def _chunks(data: bytes, file: str) -> Iterator[tuple[int, list[str]]]:
 def parse_careful(
     data: bytes, ctx: ParseContext, openmetrics: bool, registry: Registry, meta: Meta
 ) -> tuple[list[array[int]], list[array[float]]]:
+    """Per series (by registry id), its timestamps and values; the metadata into ``meta``.
+
+    OpenMetrics is read by :func:`~.openmetrics.parse_openmetrics_careful` (its rules are
+    stricter); this reads the text format.
+    """
+    if openmetrics:
+        got = parse_openmetrics_careful(data, ctx, registry)
+        for family in got.families:
+            meta.type.setdefault(family.name, family.type)
+            meta.help.setdefault(family.name, family.help)
+            meta.unit.setdefault(family.name, family.unit)
+        return got.ts_cols, got.val_cols
     file = ctx.name
     by_text = registry.by_text
     keys = registry.keys
@@ -73,12 +94,7 @@ def parse_careful(
             if len(tokens) == 2:
                 ts = parse_timestamp(tokens[1], key, openmetrics, file, lineno)
             elif fallback_ms is None:
-                raise ParseError(
-                    file,
-                    lineno,
-                    f"sample for {series_repr(key)} has no timestamp: expected one, or a "
-                    "default time given for the file",
-                )
+                raise no_timestamp(key, file, lineno)
             else:
                 ts = fallback_ms
             col = ts_cols[sid]

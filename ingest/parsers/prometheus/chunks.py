@@ -25,13 +25,15 @@ def has_eof_marker(data: bytes | mmap.mmap) -> bool:
     return False
 
 
-def raw_chunks(data: bytes | mmap.mmap) -> Iterator[bytes]:
-    """Yield ~4 MiB pieces of ``data`` cut at newlines (the newline itself dropped); ``data``
-    may be a read-only mapping of the file (no I/O here: the caller made it)."""
-    start, size = (3 if data[:3] == b"\xef\xbb\xbf" else 0), len(data)  # past a BOM
+def raw_chunks(data: bytes | mmap.mmap, end: int | None = None) -> Iterator[bytes]:
+    """Yield ~4 MiB pieces of ``data`` (up to ``end``) cut at newlines (the newline itself
+    dropped); ``data`` may be a read-only mapping of the file (no I/O here: the caller made
+    it)."""
+    start = 3 if data[:3] == b"\xef\xbb\xbf" else 0  # past a BOM
+    size = len(data) if end is None else end
     while start < size:
-        end = data.find(b"\n", min(start + CHUNK_BYTES, size))
-        if end == -1:
-            end = size
-        yield data[start:end]
-        start = end + 1
+        cut = data.find(b"\n", min(start + CHUNK_BYTES, size), size)
+        if cut == -1:
+            cut = size
+        yield data[start:cut]
+        start = cut + 1

@@ -1,20 +1,46 @@
-"""Prometheus text format 0.0.4 and OpenMetrics 1.0 exposition: one or several scrapes.
+"""Prometheus text format 0.0.4 and OpenMetrics 1.0 exposition: the entry point.
 
 Pure: bytes in, :class:`ParseResult` out. Every timestamp becomes milliseconds since the epoch
-(UTC). Within one series timestamps must strictly increase in file order; a repeat is a
-duplicate sample and a step back is an error, both reported with the offending line.
+(UTC) and must fall in the years 1 to 9999; a sample without one takes ``ctx.default_time``.
 
-A file with a ``# EOF`` line is OpenMetrics: its timestamps are seconds and an undeclared
-family is ``unknown``. Otherwise it is the text format: integer milliseconds, ``untyped``.
+Which format a file is: the caller may say (``parse_exposition(..., openmetrics=True)``, e.g.
+from a content type ``application/openmetrics-text``); otherwise a file is OpenMetrics when its
+name declares it (``*.om``) or it has a ``# EOF`` line, and the text format when not.
 
-Two implementations read the same grammar (:mod:`.grammar`): the bulk path (:mod:`.bulk`),
-fast on the ordinary shape of a scrape, and the careful line-by-line path (:mod:`.careful`),
-which runs whenever the bulk path gives up and names the first bad line.
+**OpenMetrics** is judged as its specification says (the rules: :mod:`.openmetrics`): one
+exposition ending with ``# EOF``, families and metrics not interleaved, metadata first and once,
+type-specific rules on names, labels and values, strict spelling. Anything that breaks a rule
+refuses the whole file with the line and what was expected. Timestamps are seconds; a family
+without TYPE is ``unknown``; samples after ``# EOF`` are an error.
+
+**The text format** keeps its own, more lenient rules, as Prometheus reads scrapes and as files
+of concatenated scrapes need:
+
+* UTF-8 (a leading byte order mark dropped), lines ending in ``\n`` or ``\r\n``; blank lines
+  and blanks around a line are ignored;
+* ``# HELP`` / ``# TYPE`` (and ``# UNIT``) anywhere, repeated as each scrape repeats them (the
+  first statement for a name wins); any other ``#`` line is a comment; no ``# EOF`` needed;
+* a series is ``name{labels}`` or ``{__name__="name",...}``, with blanks allowed around ``{``,
+  ``=`` and ``,`` and a trailing comma; label values escape ``\\``, ``\"`` and ``\n`` only
+  (another escape is an error, as in Prometheus);
+* the value and the optional timestamp follow after runs of blanks; a value is a float (``NaN``,
+  ``+Inf``, ``-Inf``; no ``_``), a timestamp integer milliseconds; anything after a ``#`` on a
+  sample line is ignored;
+* families, series and scrapes may interleave freely; no type-specific rule is checked (a
+  negative counter loads); an undeclared family is ``untyped``;
+* within one series timestamps strictly increase in file order: a repeat is a duplicate sample
+  and a step back an error, both reported with the offending line.
+
+Each format has two readers: a bulk path (text: :mod:`.bulk`; OpenMetrics: :mod:`.om_bulk`),
+fast on the ordinary shape of a file, and a careful line-by-line reader (:mod:`.careful`,
+:mod:`.openmetrics`), the reference, which runs whenever the bulk path gives up and names the
+first bad line.
 """
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from ..text import head_text
 from ..types import ParseContext, ParseResult, SampleBlock
@@ -22,6 +48,11 @@ from .bulk import Bail, gc_paused, parse_bulk
 from .careful import parse_careful
 from .chunks import has_eof_marker
 from .grammar import Meta, Registry, default_type
+from .om_bulk import parse_openmetrics_bulk
+from .openmetrics import is_openmetrics_name, parse_openmetrics_careful
+
+if TYPE_CHECKING:
+    import mmap
 
 KIND_EXPOSITION = "prometheus_text"
 
@@ -31,26 +62,64 @@ _SAMPLE_LINE_RE = re.compile(
 )
 
 
-def parse_exposition(data: bytes, ctx: ParseContext) -> ParseResult:
-    """Parse Prometheus text format 0.0.4 or OpenMetrics 1.0 (one or several scrapes).
+def is_openmetrics(data: bytes | mmap.mmap, name: str) -> bool:
+    """Whether a file is judged as OpenMetrics: its name declares it (``*.om``) or it has a
+    ``# EOF`` line. Anything else is Prometheus text format 0.0.4."""
+    return is_openmetrics_name(name) or has_eof_marker(data)
 
-    OpenMetrics is recognised by a ``# EOF`` line; its timestamps are seconds, the text
-    format's are milliseconds. A sample without a timestamp takes ``ctx.default_time``.
-    Returns one SampleBlock per series, with type/unit/help from the metadata lines.
+
+def parse_exposition(
+    data: bytes, ctx: ParseContext, *, openmetrics: bool | None = None
+) -> ParseResult:
+    """Parse Prometheus text format 0.0.4 or OpenMetrics 1.0 (see the module docstring).
+
+    ``openmetrics``: True or False when the caller knows the format (a content type, a
+    conformance run); None decides by :func:`is_openmetrics`. A sample without a timestamp
+    takes ``ctx.default_time``. Returns one SampleBlock per series, with type/unit/help.
     """
-    openmetrics = has_eof_marker(data)
+    if openmetrics is None:
+        openmetrics = is_openmetrics(data, ctx.name)
+    if openmetrics:
+        return _parse_openmetrics(data, ctx)
     registry, meta = Registry(), Meta()
     with gc_paused():
         try:
-            ts_cols, val_cols = parse_bulk(data, ctx, openmetrics, registry, meta)
+            ts_cols, val_cols = parse_bulk(data, ctx, False, registry, meta)
         except Bail:
             registry, meta = Registry(), Meta()
-            ts_cols, val_cols = parse_careful(data, ctx, openmetrics, registry, meta)
+            ts_cols, val_cols = parse_careful(data, ctx, False, registry, meta)
     result = ParseResult(kind=KIND_EXPOSITION)
     for key, ts_col, val_col in zip(registry.keys, ts_cols, val_cols, strict=True):
         block = SampleBlock(key=key, ts_ms=ts_col, values=val_col)
-        meta.fill(block, default_type(openmetrics=openmetrics))
+        meta.fill(block, default_type(openmetrics=False))
         result.samples.append(block)
+    if not result.samples:
+        result.warnings.append(f"{ctx.name}: no samples found")
+    return result
+
+
+def _parse_openmetrics(data: bytes, ctx: ParseContext) -> ParseResult:
+    registry = Registry()
+    with gc_paused():
+        try:
+            cols = parse_openmetrics_bulk(data, ctx, registry)
+        except Bail:
+            registry = Registry()
+            cols = parse_openmetrics_careful(data, ctx, registry)
+    result = ParseResult(kind=KIND_EXPOSITION, warnings=cols.warnings)
+    for key, ts_col, val_col, family in zip(
+        registry.keys, cols.ts_cols, cols.val_cols, cols.families, strict=True
+    ):
+        result.samples.append(
+            SampleBlock(
+                key=key,
+                ts_ms=ts_col,
+                values=val_col,
+                type=family.type,
+                unit=family.unit,
+                help=family.help,
+            )
+        )
     if not result.samples:
         result.warnings.append(f"{ctx.name}: no samples found")
     return result

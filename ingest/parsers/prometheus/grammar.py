@@ -39,6 +39,16 @@ def default_ms(ctx: ParseContext) -> int | None:
     return None if given is None else to_epoch_ms(given)
 
 
+def no_timestamp(key: SeriesKey, file: str, line: int) -> ParseError:
+    """The error for a sample without a timestamp when the file was given no default time."""
+    return ParseError(
+        file,
+        line,
+        f"sample for {series_repr(key)} has no timestamp: expected one, or a default time "
+        "given for the file",
+    )
+
+
 def _skip_blanks(text: str, pos: int) -> int:
     n = len(text)
     while pos < n and text[pos] in " \t":
@@ -151,6 +161,146 @@ def scan_series(text: str, file: str, line: int) -> tuple[SeriesKey, int]:
             file, line, f"expected '{{' or a space after metric name {name!r}, got {text[end]!r}"
         )
     return SeriesKey(name), end
+
+
+# --- OpenMetrics 1.0: the stricter spelling of the same things ----------------------------------
+
+# The ABNF's realnumber (leading zeros allowed, "e" in either case as RFC 5234 reads it); a value
+# may also be an infinity or NaN, a timestamp may not.
+_OM_REAL = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+OM_REAL_RE = re.compile(_OM_REAL)
+OM_NUMBER_RE = re.compile(rf"{_OM_REAL}|[+-]?(?i:inf(?:inity)?)|(?i:nan)")
+# HELP text: any character, a backslash escaping the next one. The ABNF wants '"' escaped too,
+# but the official test suite reads ``\\\\"`` (an escaped backslash, then a quote) as valid.
+_OM_HELP_RE = re.compile(r"(?:[^\\]|\\.)*")
+# The rest of a label value: escaped characters (an escaped '"' too), then its closing '"'.
+_OM_QUOTED_RE = re.compile(r'(?:[^"\\]|\\.)*"', re.DOTALL)
+_OM_ESCAPES = {"n": "\n", '"': '"', "\\": "\\"}
+
+
+def om_unescape(text: str) -> str:
+    """An OpenMetrics escaped string: \\n, \\" and \\\\ as the ABNF says; any other escaped
+    character keeps its backslash (the spec reads ``\\a`` as ``\\\\a``)."""
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    pos = 0
+    while (slash := text.find("\\", pos)) != -1:
+        out.append(text[pos:slash])
+        char = text[slash + 1 : slash + 2]
+        out.append(_OM_ESCAPES.get(char, "\\" + char))
+        pos = slash + 2
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def om_help(text: str) -> str | None:
+    """The unescaped text of an OpenMetrics HELP line, None when it is not an escaped string."""
+    return om_unescape(text) if _OM_HELP_RE.fullmatch(text) else None
+
+
+def scan_labels_om(
+    text: str, pos: int, file: str, line: int, what: str = "label set"
+) -> tuple[list[tuple[str, str]], int]:
+    """Parse an OpenMetrics ``{k="v",...}`` at the ``{`` at ``pos``: no blanks, no trailing
+    comma, any escaped character. Returns the pairs (in order) and the index past the ``}``."""
+    n = len(text)
+    pos += 1
+    labels: list[tuple[str, str]] = []
+    if pos < n and text[pos] == "}":
+        return labels, pos + 1
+    seen: set[str] = set()
+    while True:
+        match = _LABEL_NAME_RE.match(text, pos)
+        if match is None:
+            got = text[pos : pos + 10]
+            raise ParseError(
+                file,
+                line,
+                f"malformed {what}: expected a label name at column {pos + 1}, got {got!r}"
+                if got
+                else f"truncated {what}: expected a label name and '}}'",
+            )
+        name = match.group()
+        pos = match.end()
+        if text[pos : pos + 2] != '="':
+            raise ParseError(file, line, f"malformed {what}: expected '=\"' after label {name!r}")
+        quoted = _OM_QUOTED_RE.match(text, pos + 2)
+        if quoted is None:
+            raise ParseError(
+                file, line, f"truncated value of label {name!r}: expected a closing '\"'"
+            )
+        value = om_unescape(text[pos + 2 : quoted.end() - 1])
+        pos = quoted.end()
+        if name in seen:
+            raise ParseError(file, line, f"malformed {what}: label {name!r} given twice")
+        if name.startswith("__"):
+            raise ParseError(
+                file,
+                line,
+                f"label name {name!r} is reserved (names starting with '__'): expected another",
+            )
+        seen.add(name)
+        labels.append((name, value))
+        if text[pos : pos + 1] == "}":
+            return labels, pos + 1
+        if text[pos : pos + 1] != ",":
+            raise ParseError(
+                file, line, f"malformed {what}: expected ',' or '}}' after label {name!r}"
+            )
+        pos += 1
+
+
+def scan_series_om(text: str, file: str, line: int) -> tuple[SeriesKey, int]:
+    """The OpenMetrics ``name{labels}`` at the start of ``text`` (the name is required and the
+    label set follows it directly); returns the key (labels sorted) and the index past it."""
+    match = _METRIC_NAME_RE.match(text)
+    if match is None:
+        raise ParseError(file, line, f"expected a metric name, got {text[:40]!r}")
+    name, end = match.group(), match.end()
+    if text[end : end + 1] == "{":
+        pairs, end = scan_labels_om(text, end, file, line)
+        return SeriesKey(name, tuple(sorted(pairs))), end
+    return SeriesKey(name), end
+
+
+def om_value(token: str, key: SeriesKey, file: str, line: int) -> float:
+    """An OpenMetrics sample value: a real number, [+-]Inf(inity) or NaN, within float64."""
+    if OM_NUMBER_RE.fullmatch(token):
+        value = float(token)
+        if not math.isinf(value) or token[-1] in "fFyY":
+            return value
+    raise ParseError(
+        file,
+        line,
+        f"bad number for {series_repr(key)}: expected a float64 (or NaN, +Inf, -Inf), "
+        f"got {_got(token)}",
+    )
+
+
+def _got(token: str) -> str:
+    return repr(token) if token else "nothing (two spaces, or one at the end of the line?)"
+
+
+def om_seconds(
+    token: str, key: SeriesKey, file: str, line: int, *, exemplar: bool = False
+) -> float:
+    """An OpenMetrics timestamp (of the sample of ``key``, or of its exemplar): a finite real
+    number of seconds."""
+    if OM_REAL_RE.fullmatch(token):
+        value = float(token)
+        if math.isfinite(value):
+            return value
+    what = "of the exemplar of" if exemplar else "for"
+    raise ParseError(
+        file,
+        line,
+        f"bad timestamp {what} {series_repr(key)}: expected seconds since 1970 as a number, "
+        f"got {_got(token)}",
+    )
+
+
+# --- both dialects -------------------------------------------------------------------------
 
 
 def parse_value(token: str, key: SeriesKey, file: str, line: int) -> float:

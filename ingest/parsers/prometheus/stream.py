@@ -14,6 +14,7 @@ from ..types import ParseContext, SampleBlock, SeriesKey
 from .bulk import Bail, Columns, by_series, gc_paused, read_chunk, read_comments
 from .chunks import has_eof_marker, raw_chunks
 from .grammar import Meta, Registry, default_type
+from .openmetrics import is_openmetrics_name
 
 if TYPE_CHECKING:
     import mmap
@@ -50,8 +51,8 @@ class ExpositionStream:
         return self.registry.keys
 
     def __iter__(self) -> Iterator[Columns]:
-        if has_eof_marker(self.data):
-            raise StreamFallback  # OpenMetrics: its seconds and # EOF rule need the whole file
+        if has_eof_marker(self.data) or is_openmetrics_name(self.ctx.name):
+            raise StreamFallback  # OpenMetrics: its rules are checked over the whole file
         comments: dict[str, None] = {}
         pending: list[Columns] = []
         size = 0
