@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from ingest import services
+from ingest.services import bundles, loading
 from ingest.clients import git as git_client
 from ingest.sniff import GIT_REPO
 from tests.test_git_client import Repo
@@ -73,7 +73,7 @@ def _upload_and_ingest(client, user, incident, buf: io.BytesIO) -> str:
     response = client.post(f"/incidents/{incident.slug}/upload/", {"files": [buf]}, follow=True)
     assert response.status_code == 200
     for artifact in Artifact.objects.filter(incident=incident, status=RunStatus.PENDING):
-        services.artifact_ingest(artifact_id=artifact.pk)
+        loading.artifact_ingest(artifact_id=artifact.pk)
     return response.content.decode()
 
 
@@ -181,11 +181,11 @@ def test_a_registered_repository_is_checked_again_before_it_is_read(
     repo = Repo(tmp_path / "bundle" / "repo")
     repo.write(".env", "A=1\n")
     repo.commit("ours", "2026-11-20T07:30:00-08:00")
-    services.path_register(incident=incident, path=tmp_path / "bundle")
+    bundles.path_register(incident=incident, path=tmp_path / "bundle")
     artifact = Artifact.objects.get(incident=incident, kind=GIT_REPO)
     shutil.rmtree(repo.root / ".git")
     (repo.root / ".git").write_text(f"gitdir: {other_repo[0] / '.git'}\n")
-    loaded = services.artifact_ingest(artifact_id=artifact.pk)
+    loaded = loading.artifact_ingest(artifact_id=artifact.pk)
     assert loaded.status == RunStatus.FAILED
     assert "repo/.git" in loaded.error and "gitfile" in loaded.error
     assert str(other_repo[0]) not in loaded.error
