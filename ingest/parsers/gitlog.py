@@ -93,27 +93,39 @@ def looks_like_git_log_text(name: str, head: bytes) -> bool:
     return lines[1].partition(":")[0] in _HEADERS
 
 
-def parse_git_log_text(data: bytes, ctx: ParseContext) -> list[CommitInfo]:
-    """Read ``git log --numstat`` text (see the module docstring) into commits, in file order."""
+def parse_git_log_text(
+    data: bytes, ctx: ParseContext, warnings: list[str] | None = None
+) -> list[CommitInfo]:
+    """Read ``git log --numstat`` text (see the module docstring) into commits, in file order.
+
+    A date with a malformed zone offset (``+518:00``: git prints a recorded ``+051800`` so) is
+    read as git meant it, and a line saying so is appended to ``warnings``.
+    """
     lines = decode_lines(data, ctx.name)
     commits: list[CommitInfo] = []
+    notes = warnings if warnings is not None else []
     i, n = 0, len(lines)
     while i < n:
         if not lines[i].strip():
             i += 1
             continue
-        commit, i = _read_commit(lines, i, ctx)
+        commit, i = _read_commit(lines, i, ctx, notes)
         commits.append(commit)
     return commits
 
 
 def parse_git_log(data: bytes, ctx: ParseContext) -> ParseResult:
     """Parse ``git log`` text into commit events (kind ``git_log``)."""
-    commits = parse_git_log_text(data, ctx)
-    return commits_to_result(commits, repo=_repo_name(ctx.name), ctx=ctx, kind=KIND_GIT_LOG)
+    warnings: list[str] = []
+    commits = parse_git_log_text(data, ctx, warnings)
+    result = commits_to_result(commits, repo=_repo_name(ctx.name), ctx=ctx, kind=KIND_GIT_LOG)
+    result.warnings[:0] = warnings
+    return result
 
 
-def _read_commit(lines: list[str], start: int, ctx: ParseContext) -> tuple[CommitInfo, int]:
+def _read_commit(
+    lines: list[str], start: int, ctx: ParseContext, warnings: list[str]
+) -> tuple[CommitInfo, int]:
     name = ctx.name
     m = _COMMIT_RE.match(lines[start])
     if not m:
@@ -161,10 +173,12 @@ def _read_commit(lines: list[str], start: int, ctx: ParseContext) -> tuple[Commi
     date_value = headers.get("Date") or headers.get("AuthorDate")
     if date_value is None:
         raise _missing_header(name, start, commit_hash, "Date: <date>", lines[i:])
-    authored_at = _parse_date(date_value[0], ctx, date_value[1])
+    authored_at = _parse_date(date_value[0], ctx, date_value[1], warnings)
     committed_at = authored_at
     if "CommitDate" in headers:
-        committed_at = _parse_date(headers["CommitDate"][0], ctx, headers["CommitDate"][1])
+        committed_at = _parse_date(
+            headers["CommitDate"][0], ctx, headers["CommitDate"][1], warnings
+        )
     if not parents and "Merge" in headers:
         parents = tuple(headers["Merge"][0].split())  # abbreviated hashes in the medium layout
 
@@ -240,7 +254,7 @@ def split_message(message: str) -> tuple[str, str]:
     return " ".join(subject_lines), body
 
 
-def _parse_date(value: str, ctx: ParseContext, line: int) -> dt.datetime:
+def _parse_date(value: str, ctx: ParseContext, line: int, warnings: list[str]) -> dt.datetime:
     text = value.strip()
     m = _ISO_SPACED_RE.match(text)
     if m:
@@ -255,7 +269,43 @@ def _parse_date(value: str, ctx: ParseContext, line: int) -> dt.datetime:
         # git's default date layout: "Fri Nov 20 07:30:00 2026 -0800"
         return dt.datetime.strptime(text, "%a %b %d %H:%M:%S %Y %z").astimezone(UTC)
     except ValueError:
-        raise ParseError(ctx.name, line, f"{_DATE_EXPECTED}, found {value!r}") from None
+        pass
+    odd = _odd_offset(value.strip())
+    if odd is None:
+        raise ParseError(ctx.name, line, f"{_DATE_EXPECTED}, found {value!r}")
+    warnings.append(
+        f"{ctx.name}:{line}: the date {value.strip()!r} has a malformed zone offset; read as "
+        f"{odd.isoformat()} (the offset's last two digits as minutes, the rest as hours, as "
+        "git printed it)"
+    )
+    return odd
+
+
+# A zone offset git recorded malformed (``+051800``) is printed with more hour digits than a
+# zone has: ``+518:00`` (iso-strict), ``+51800`` (iso, default). git computed the printed wall
+# time with it as hours and minutes, so undoing the same arithmetic gives the true moment.
+_ODD_OFFSET_RE = re.compile(
+    r"^(?P<clock>.*\d)\s?(?P<sign>[+-])(?P<hours>\d{3,}):?(?P<minutes>\d{2})$"
+)
+_CLOCK_LAYOUTS = ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%a %b %d %H:%M:%S %Y")
+
+
+def _odd_offset(text: str) -> dt.datetime | None:
+    m = _ODD_OFFSET_RE.match(text)
+    if m is None:
+        return None
+    for layout in _CLOCK_LAYOUTS:
+        try:
+            clock = dt.datetime.strptime(m.group("clock").strip(), layout).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+        sign = -1 if m.group("sign") == "-" else 1
+        try:
+            offset = dt.timedelta(hours=int(m.group("hours")), minutes=int(m.group("minutes")))
+            return clock - sign * offset
+        except OverflowError:
+            return None
+    return None
 
 
 def _numstat_path(text: str) -> tuple[str, str | None]:
@@ -429,7 +479,8 @@ def _commit_body(commit: CommitInfo) -> str:
     parts: list[str] = []
     if commit.body:
         parts.append(commit.body)
-    if len(commit.parents) > 1:
+    merge = len(commit.parents) > 1
+    if merge:
         parts.append("Merge of " + ", ".join(_code(p[:12]) for p in commit.parents) + ".")
     if commit.files:
         items = []
@@ -437,9 +488,16 @@ def _commit_body(commit: CommitInfo) -> str:
             name = _code(f.path)
             if f.old_path is not None:
                 name = f"{_code(f.old_path)} → {name}"
-            counts = "binary" if f.added is None else f"+{f.added} −{f.removed}"
-            items.append(f"- {name} ({counts})")
-        parts.append(f"**Files changed ({len(commit.files)})**\n\n" + "\n".join(items))
+            if f.added is not None:
+                items.append(f"- {name} (+{f.added} −{f.removed})")
+            elif merge:
+                items.append(f"- {name}")  # the repository reader counts no lines for merges
+            else:
+                items.append(f"- {name} (binary)")
+        what = "Files changed against the first parent" if merge else "Files changed"
+        parts.append(f"**{what} ({len(commit.files)})**\n\n" + "\n".join(items))
+    elif merge:
+        parts.append("_No diff read: a merge's changes are its parents'._")
     else:
         parts.append("_No files changed._")
     return "\n\n".join(parts)

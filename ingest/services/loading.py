@@ -46,8 +46,10 @@ def parse_artifact(artifact: Artifact) -> ParseResult:
     """Run the artifact's pure parser (or the git reader for a repository)."""
     ctx = _context(artifact)
     if artifact.kind == sniff.GIT_REPO:
-        commits = git_client.read_repository(Path(artifact.path))
-        return gitlog.commits_to_result(commits, repo=artifact.name, ctx=ctx)
+        history = git_client.read_history(Path(artifact.path))
+        result = gitlog.commits_to_result(history.commits, repo=artifact.name, ctx=ctx)
+        result.warnings[:0] = history.warnings
+        return result
     data = storage.stored_path(artifact).read_bytes()
     fmt = sniff.BY_KIND.get(artifact.kind)
     if fmt is None:

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from ingest.services import bundles, loading
 from ingest.clients import git as git_client
+from ingest.services import bundles, loading
 from ingest.sniff import GIT_REPO
 from tests.test_git_client import Repo
 from timeline.choices import RunStatus
