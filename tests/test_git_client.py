@@ -526,3 +526,22 @@ def test_merges_keep_their_parents_and_what_they_brought(tmp_path: Path) -> None
     assert [(c.key, c.new, c.ref) for c in result.config_changes if c.old is not None] == [
         ("A", "2", merge)
     ]
+
+
+def test_generated_data_under_a_config_name_is_skipped_with_one_warning(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "r")
+    repo.write("static/manifest.json", "{" + ",".join(f'"k{i}":{i}' for i in range(2_000)) + "}")
+    repo.write("pnpm-lock.yaml", "lockfileVersion: '9.0'\n")
+    repo.write(".env", "A=1\n")
+    repo.commit("first", "2026-11-20T07:30:00-08:00")
+    repo.write("static/manifest.json", "{" + ",".join(f'"k{i}":{i}' for i in range(2_001)) + "}")
+    repo.write("pnpm-lock.yaml", "lockfileVersion: '9.1'\n")
+    repo.commit("second", "2026-11-20T08:30:00-08:00")
+    commits = read_repository(repo.root)
+    assert all("pnpm-lock.yaml" not in c.texts for c in commits)  # its blobs are never read
+    result = commits_to_result(commits, repo="r", ctx=ParseContext(name="r"))
+    assert [(c.key, c.new) for c in result.config_changes] == [("A", "1")]
+    assert result.warnings == [
+        f"commit {commits[0].hash[:12]}: static/manifest.json is generated data, not "
+        "configuration (minified JSON); its changes are not read"
+    ]

@@ -25,13 +25,26 @@ from .shell import expand_vars, shell_settings
 from .text import key_value
 from .types import UTC, ConfigChangeRecord, ParseError, Setting
 
-__all__ = ["diff_settings", "extract_settings", "is_config_path"]
+__all__ = ["diff_settings", "extract_settings", "generated_data", "is_config_path"]
 
 _SHELL_SUFFIXES = (".sh", ".bash", ".zsh")
 _SCRIPT_PREFIXES = ("launch", "run", "start")
 _MARKDOWN_SUFFIXES = (".md", ".markdown")
 _YAML_SUFFIXES = (".yaml", ".yml")
-_NOT_CONFIG = frozenset({"package-lock.json"})
+# Lock files and other files tools write: their names say so, their contents are resolved
+# dependency trees, not settings anyone chose (on real repositories they made 30-60% of the
+# "config changes").
+_NOT_CONFIG = frozenset(
+    {"package-lock.json", "npm-shrinkwrap.json", "pnpm-lock.yaml", "yarn.lock", "poetry.lock",
+     "cargo.lock", "gemfile.lock", "composer.lock", "pipfile.lock", "uv.lock", "pdm.lock",
+     "bun.lock", "flake.lock", "deno.lock", "packages.lock.json", "podfile.lock", "mix.lock",
+     "go.sum", "go.work.sum", ".terraform.lock.hcl", "selection.json"}
+)  # fmt: skip
+_NOT_CONFIG_SUFFIXES = (".lock", "-lock.json", "-lock.yaml", ".lock.json", ".min.json", ".map")
+_NOT_CONFIG_DIRS = frozenset({"node_modules", "bower_components", ".yarn", "__generated__"})
+# Hand-written configuration is kilobytes; a structured file this big is data.
+MAX_CONFIG_CHARS = 256 * 1024
+_MINIFIED_LINE = 2000  # a JSON file whose lines average longer than this was written by a tool
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 _TOML_LINE = re.compile(r"at line (\d+)")
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
@@ -39,7 +52,9 @@ _SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
 
 def _kind(path: str) -> str:
     name = posixpath.basename(path).lower()
-    if name in _NOT_CONFIG:
+    if name in _NOT_CONFIG or name.endswith(_NOT_CONFIG_SUFFIXES):
+        return ""
+    if _NOT_CONFIG_DIRS.intersection(path.split("/")[:-1]):
         return ""
     if name.endswith(_MARKDOWN_SUFFIXES):
         return "markdown"
@@ -62,6 +77,25 @@ def _kind(path: str) -> str:
 def is_config_path(path: str) -> bool:
     """Whether a file's contents can assert settings (scripts, .env, YAML/TOML/JSON, Markdown)."""
     return bool(_kind(path))
+
+
+def generated_data(path: str, text: str) -> str:
+    """Why a file with a config name holds generated data rather than settings ("" if it does
+    not): huge, minified, or an icon font's glyph table (IcoMoon, Fontello)."""
+    kind = _kind(path)
+    if kind not in ("json", "yaml", "toml"):
+        return ""
+    if len(text) > MAX_CONFIG_CHARS:
+        return f"{len(text):,} characters, over the {MAX_CONFIG_CHARS:,} of a hand-written file"
+    if kind != "json":
+        return ""
+    lines = text.count("\n") + 1
+    if len(text) > 2 * _MINIFIED_LINE and len(text) / lines > _MINIFIED_LINE:
+        return "minified JSON"
+    head = text[:4096]
+    if '"IcoMoonType"' in head or ('"glyphs"' in text and '"css_prefix_text"' in text):
+        return "an icon font's glyph table"
+    return ""
 
 
 def extract_settings(path: str, text: str) -> list[Setting]:

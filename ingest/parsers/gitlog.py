@@ -21,7 +21,7 @@ from typing import Any
 
 from evidence.vocabulary import EventKind, Lane, Source
 
-from .configfiles import diff_settings, extract_settings, is_config_path
+from .configfiles import diff_settings, extract_settings, generated_data, is_config_path
 from .markdown import changed_sections
 from .text import decode_lines, head_text
 from .timestamps import UTC, LocalTimeError, TimeError, parse_iso
@@ -387,13 +387,28 @@ def commits_to_result(
     does not lose the rest of the history. Results come out oldest first.
     """
     result = ParseResult(kind=kind)
+    # One version of a file is the "after" of one commit and the "before" of the next: read
+    # each version once.
+    memo: dict[tuple[str, str], list[Setting] | ValueError] = {}
+    generated: set[str] = set()
     for commit in _chronological(commits):
         result.events.append(_commit_event(commit, repo))
         for path in sorted(commit.texts):
             before_text, after_text = commit.texts[path]
+            reason = next(
+                (generated_data(path, t) for t in (after_text, before_text) if t is not None), ""
+            )
+            if reason:
+                if path not in generated:
+                    generated.add(path)
+                    result.warnings.append(
+                        f"commit {commit.hash[:12]}: {path} is generated data, not "
+                        f"configuration ({reason}); its changes are not read"
+                    )
+                continue
             try:
-                before = extract_settings(path, before_text) if before_text is not None else []
-                after = extract_settings(path, after_text) if after_text is not None else []
+                before = _settings(path, before_text, memo)
+                after = _settings(path, after_text, memo)
             except ValueError as exc:  # ParseError is a ValueError
                 detail = str(exc.message) if isinstance(exc, ParseError) else str(exc)
                 line = f" line {exc.line}" if isinstance(exc, ParseError) and exc.line else ""
@@ -421,6 +436,23 @@ def commits_to_result(
                 diff_settings(before, after, at=commit.committed_at, source=source, ref=ref)
             )
     return result
+
+
+def _settings(
+    path: str, text: str | None, memo: dict[tuple[str, str], list[Setting] | ValueError]
+) -> list[Setting]:
+    if text is None:
+        return []
+    found = memo.get((path, text))
+    if found is None:
+        try:
+            found = extract_settings(path, text)
+        except ValueError as exc:
+            found = exc
+        memo[(path, text)] = found
+    if isinstance(found, ValueError):
+        raise found
+    return found
 
 
 def _chronological(commits: Sequence[CommitInfo]) -> list[CommitInfo]:
