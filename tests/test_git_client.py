@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -545,3 +547,22 @@ def test_generated_data_under_a_config_name_is_skipped_with_one_warning(tmp_path
         f"commit {commits[0].hash[:12]}: static/manifest.json is generated data, not "
         "configuration (minified JSON); its changes are not read"
     ]
+
+
+def test_a_git_log_past_its_deadline_is_stopped_with_a_clear_error(tmp_path, monkeypatch):
+    repo = Repo(tmp_path / "r")
+    repo.write(".env", "A=1\n")
+    repo.commit("first", "2026-11-20T07:30:00-08:00")
+    real_git = shutil.which("git")
+    assert real_git
+    shim = tmp_path / "bin" / "git"
+    shim.parent.mkdir()
+    shim.write_text(
+        f'#!/bin/sh\ncase " $* " in *" --raw "*) exec sleep 30;; esac\nexec "{real_git}" "$@"\n'
+    )
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"git log in .* timed out \(deadline reached\)"):
+        read_history(repo.root, timeout=2.0)
+    assert time.monotonic() - started < 10

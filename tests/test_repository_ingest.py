@@ -73,3 +73,37 @@ def test_a_repository_with_a_malformed_commit_date_ingests_with_a_warning(db, tm
     warnings = artifact.counts["warnings"]
     expected = f"commit {odd[:12]}: its author date has a malformed"
     assert any(w.startswith(expected) for w in warnings)
+
+
+def test_thousands_of_events_load_by_copy_and_reloading_adds_nothing(db, incident):
+    """Above COPY_MIN_ROWS events go through COPY + INSERT ... ON CONFLICT: every record gets
+    its id back, including the ones already stored."""
+    import datetime as dt
+
+    from evidence.vocabulary import Lane
+    from ingest import loaders
+    from ingest.parsers.types import EventRecord
+
+    at = dt.datetime(2026, 11, 20, 12, tzinfo=dt.UTC)
+
+    def record(n: int) -> EventRecord:
+        return EventRecord(
+            kind=EventKind.COMMIT,
+            lane=Lane.COMMITS,
+            at=at + dt.timedelta(minutes=n),
+            key=f"{n:040x}",
+            title=f"commit {n}\ttab \\ backslash",
+            body="line\nnext",
+            attrs={"n": n, "nan": float("nan"), "when": at},
+        )
+
+    first = [record(n) for n in range(loaders.COPY_MIN_ROWS + 50)]
+    ids = loaders.load_events(incident, None, first + first[:3])
+    assert len(ids) == len(first)
+    more = [record(n) for n in range(100, loaders.COPY_MIN_ROWS + 150)]
+    again = loaders.load_events(incident, None, more)
+    assert all(again[fp] == ids[fp] for fp in again if fp in ids)
+    assert Event.objects.filter(incident=incident).count() == loaders.COPY_MIN_ROWS + 150
+    stored = Event.objects.get(incident=incident, key=f"{7:040x}")
+    assert stored.title == "commit 7\ttab \\ backslash" and stored.body == "line\nnext"
+    assert stored.attrs == {"n": 7, "nan": None, "when": at.isoformat()}

@@ -26,14 +26,19 @@ import logging
 import os
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from ingest.parsers.configfiles import is_config_path
 from ingest.parsers.gitlog import CommitInfo, FileStat, split_message
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _MARK = b"\x00\x1eINCIDENT-TIMELINE-COMMIT\x1f"
 # Dates come as epoch seconds (%at, %ct: what the commit object records, always readable) and
@@ -214,9 +219,19 @@ def read_history(path: Path, *, timeout: float = 60.0, max_commits: int = 100_00
     if head.returncode != 0:
         return History([], [])  # an empty repository: no commit yet
     count = f"--max-count={max_commits + 1}"
-    out = _git(repo, ["log", "--reverse", count, *_LOG_OPTIONS], deadline)
-    raw_commits = [_parse_record(record, repo.top) for record in out.split(_MARK) if record]
-    del out
+    # The two small reads run beside the big one (each is its own git process).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        first_parent = pool.submit(_git, repo, ["rev-list", "--first-parent", "HEAD"], deadline)
+        merged = pool.submit(_merge_changes, repo, deadline)
+        raw_commits = _stream_records(
+            repo,
+            ["log", count, *_LOG_OPTIONS],
+            deadline,
+            lambda record: _parse_record(record, repo.top),
+        )
+        raw_commits.reverse()  # oldest first; git's --reverse costs it more than this does
+        mainline = set(first_parent.result().decode().split())
+        merges = merged.result()
     warnings: list[str] = []
     if len(raw_commits) > max_commits:
         warnings.append(
@@ -227,8 +242,6 @@ def read_history(path: Path, *, timeout: float = 60.0, max_commits: int = 100_00
         raw_commits = raw_commits[len(raw_commits) - max_commits :]
     # Settings are diffed along HEAD's first-parent line only: a side-branch commit changes
     # nothing on the deployed line until its merge, and diffing both would report it twice.
-    mainline = set(_git(repo, ["rev-list", "--first-parent", "HEAD"], deadline).decode().split())
-    merges = _merge_changes(repo, deadline)
     diffed = [_with_merge_diff(raw, merges) for raw in raw_commits if raw.hash in mainline]
     blobs = _read_blobs(repo, _wanted_blobs(diffed), deadline)
     by_hash = {raw.hash: raw for raw in diffed}
@@ -390,13 +403,8 @@ def _env(repo: _Repo) -> dict[str, str]:
     return env
 
 
-def _run(
-    repo: _Repo, args: list[str], deadline: float, stdin: bytes | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise RuntimeError(f"git {args[0]} in {repo.top}: out of time before it could start")
-    command = [
+def _command(repo: _Repo, args: list[str]) -> list[str]:
+    return [
         "git",
         "--no-pager",
         "-C",
@@ -413,9 +421,17 @@ def _run(
         "log.showSignature=false",
         *args,
     ]
+
+
+def _run(
+    repo: _Repo, args: list[str], deadline: float, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise RuntimeError(f"git {args[0]} in {repo.top}: out of time before it could start")
     try:
         return subprocess.run(
-            command,
+            _command(repo, args),
             input=stdin,
             capture_output=True,
             timeout=remaining,
@@ -423,11 +439,64 @@ def _run(
             check=False,
         )
     except FileNotFoundError:
-        raise RuntimeError(
-            "the git command-line tool is not installed (no 'git' on PATH)"
-        ) from None
+        raise _no_git() from None
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"git {args[0]} in {repo.top} timed out (deadline reached)") from None
+
+
+def _no_git() -> RuntimeError:
+    return RuntimeError("the git command-line tool is not installed (no 'git' on PATH)")
+
+
+def _stream_records(
+    repo: _Repo, args: list[str], deadline: float, parse: Callable[[bytes], T]
+) -> list[T]:
+    """Run git and ``parse`` each ``_MARK``-led record of its output as it arrives, so that
+    git and the parse share the two cores instead of taking turns."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise RuntimeError(f"git {args[0]} in {repo.top}: out of time before it could start")
+    try:
+        proc = subprocess.Popen(  # noqa: S603 (fixed argument list, no shell)
+            _command(repo, args),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(repo),
+        )
+    except FileNotFoundError:
+        raise _no_git() from None
+    stdout, stderr_pipe = proc.stdout, proc.stderr
+    assert stdout is not None and stderr_pipe is not None
+    errors: list[bytes] = []
+    drain = threading.Thread(target=lambda: errors.append(stderr_pipe.read()), daemon=True)
+    drain.start()
+    timer = threading.Timer(remaining, proc.kill)
+    timer.start()
+    records: list[T] = []
+    try:
+        pending = b""
+        while chunk := stdout.read(1 << 20):
+            parts = (pending + chunk).split(_MARK)
+            pending = parts.pop()
+            records.extend(parse(part) for part in parts if part)
+        if pending:
+            records.append(parse(pending))
+        code = proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        drain.join()
+    if code < 0 and time.monotonic() >= deadline:
+        raise RuntimeError(f"git {args[0]} in {repo.top} timed out (deadline reached)")
+    if code != 0:
+        stderr = b"".join(errors).decode("utf-8", errors="replace").strip()
+        raise RuntimeError(
+            f"git {args[0]} failed in {repo.top} (exit {code}): {stderr or 'no message'}"
+        )
+    return records
 
 
 def _git(repo: _Repo, args: list[str], deadline: float, stdin: bytes | None = None) -> bytes:

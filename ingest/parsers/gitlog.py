@@ -24,7 +24,7 @@ from evidence.vocabulary import EventKind, Lane, Source
 from .configfiles import diff_settings, extract_settings, generated_data, is_config_path
 from .markdown import changed_sections
 from .text import decode_lines, head_text
-from .timestamps import UTC, LocalTimeError, TimeError, parse_iso
+from .timestamps import UTC, LocalTimeError, TimeError, parse_iso, parse_overlong_offset
 from .types import (
     EventRecord,
     ParseContext,
@@ -270,42 +270,16 @@ def _parse_date(value: str, ctx: ParseContext, line: int, warnings: list[str]) -
         return dt.datetime.strptime(text, "%a %b %d %H:%M:%S %Y %z").astimezone(UTC)
     except ValueError:
         pass
-    odd = _odd_offset(value.strip())
-    if odd is None:
-        raise ParseError(ctx.name, line, f"{_DATE_EXPECTED}, found {value!r}")
+    try:
+        odd = parse_overlong_offset(value.strip())
+    except TimeError:
+        raise ParseError(ctx.name, line, f"{_DATE_EXPECTED}, found {value!r}") from None
     warnings.append(
         f"{ctx.name}:{line}: the date {value.strip()!r} has a malformed zone offset; read as "
         f"{odd.isoformat()} (the offset's last two digits as minutes, the rest as hours, as "
         "git printed it)"
     )
     return odd
-
-
-# A zone offset git recorded malformed (``+051800``) is printed with more hour digits than a
-# zone has: ``+518:00`` (iso-strict), ``+51800`` (iso, default). git computed the printed wall
-# time with it as hours and minutes, so undoing the same arithmetic gives the true moment.
-_ODD_OFFSET_RE = re.compile(
-    r"^(?P<clock>.*\d)\s?(?P<sign>[+-])(?P<hours>\d{3,}):?(?P<minutes>\d{2})$"
-)
-_CLOCK_LAYOUTS = ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%a %b %d %H:%M:%S %Y")
-
-
-def _odd_offset(text: str) -> dt.datetime | None:
-    m = _ODD_OFFSET_RE.match(text)
-    if m is None:
-        return None
-    for layout in _CLOCK_LAYOUTS:
-        try:
-            clock = dt.datetime.strptime(m.group("clock").strip(), layout).replace(tzinfo=UTC)
-        except ValueError:
-            continue
-        sign = -1 if m.group("sign") == "-" else 1
-        try:
-            offset = dt.timedelta(hours=int(m.group("hours")), minutes=int(m.group("minutes")))
-            return clock - sign * offset
-        except OverflowError:
-            return None
-    return None
 
 
 def _numstat_path(text: str) -> tuple[str, str | None]:
