@@ -26,7 +26,13 @@ from .shell import expand_vars, shell_settings
 from .text import key_value
 from .types import UTC, ConfigChangeRecord, ParseError, Setting
 
-__all__ = ["diff_settings", "extract_settings", "generated_data", "is_config_path"]
+__all__ = [
+    "diff_settings",
+    "extract_settings",
+    "generated_data",
+    "is_config_path",
+    "setting_condition",
+]
 
 _SHELL_SUFFIXES = (".sh", ".bash", ".zsh")
 _SCRIPT_PREFIXES = ("launch", "run", "start")
@@ -375,15 +381,17 @@ def diff_settings(
 ) -> list[ConfigChangeRecord]:
     """Changes from one state to the next, sorted by key.
 
-    A setting's identity is (key, condition); when one state names a key twice the last one
-    wins. Introduced keys have ``old=None``, removed keys ``new=None``; unchanged keys yield
-    nothing. ``at`` must be aware; it is stored in UTC.
+    A setting's identity is (profile, key, condition): the launches of a document with several
+    are diffed apart. When one state names an identity twice the last one wins. Introduced keys
+    have ``old=None``, removed keys ``new=None``; unchanged keys yield nothing. A change's
+    ``condition`` is :func:`setting_condition` (the launch, then the shell condition). ``at``
+    must be aware; it is stored in UTC.
     """
     if at.tzinfo is None or at.utcoffset() is None:
         raise ValueError("diff_settings needs an aware datetime for `at`")
     at = at.astimezone(UTC)
-    old_state = {(s.key, s.condition): s for s in before}
-    new_state = {(s.key, s.condition): s for s in after}
+    old_state = {(s.key, s.profile, s.condition): s for s in before}
+    new_state = {(s.key, s.profile, s.condition): s for s in after}
     out: list[ConfigChangeRecord] = []
     for identity in sorted(old_state.keys() | new_state.keys()):
         old = old_state.get(identity)
@@ -402,7 +410,13 @@ def diff_settings(
                 source=source,
                 ref=ref,
                 where=current.where,
-                condition=identity[1],
+                condition=setting_condition(current),
             )
         )
     return out
+
+
+def setting_condition(setting: Setting) -> str:
+    """What a setting depends on, in words: ``launch decode; if [ "$GPU" = b200 ]``."""
+    launch = f"launch {setting.profile}" if setting.profile else ""
+    return "; ".join(part for part in (launch, setting.condition) if part)

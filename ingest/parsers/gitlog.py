@@ -516,6 +516,7 @@ def _setting_dict(setting: Setting) -> dict[str, Any]:
         "scope": setting.scope,
         "where": setting.where,
         "condition": setting.condition,
+        "profile": setting.profile,
     }
 
 

@@ -105,8 +105,9 @@ def test_unknown_file_yields_no_settings() -> None:
 
 def test_launch_script_settings() -> None:
     case = 'case "$GPU" in'
+    # Issue 14: MODEL_PATH (line 5) is not exported, so the server does not see it; its value
+    # is in --model-path.
     assert read("launch.sh") == [
-        s("MODEL_PATH", "deepseek-ai/DeepSeek-V4", "env", "launch.sh:5"),
         s("SGLANG_SM120_MMA_TARGET_CTAS", "512", "env", "launch.sh:6"),
         s("NCCL_SOCKET_IFNAME", "eth0", "env", "launch.sh:7"),
         s("SGLANG_ENABLE_PDL", "1", "env", "launch.sh:10", f"{case} b200)"),
