@@ -191,9 +191,11 @@ def _container_launch(words: Sequence[Word], i: int, env: list[Word]) -> Launch 
     rest = list(words[i + 1 :])
     if rest and not rest[0].text.startswith("-") and not rest[0].placeholder:
         if posixpath.basename(rest[0].text) in _SHELLS and len(rest) >= 3 and rest[1].text == "-c":
-            inner = lex(rest[2].text, rest[2].line, lambda _name: None)
-            return find_launch(inner)
-        return find_launch(rest)
+            rest = lex(rest[2].text, rest[2].line, lambda _name: None)
+        inner = find_launch(rest)
+        if inner is None:
+            return None
+        return Launch(inner.program, inner.args, (*env, *inner.env))
     flags = {w.text.split("=", 1)[0] for w in rest}
     if _SERVER_IMAGES.search(image.text) or flags & _MODEL_FLAGS:
         return Launch(image.text, tuple(rest), tuple(env))

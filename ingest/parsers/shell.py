@@ -89,6 +89,7 @@ class _Frame:
     has_else: bool = False
     name: str = ""  # function
     locals: dict[str, Value] = field(default_factory=dict)
+    exports: dict[str, Setting] = field(default_factory=dict)  # what the body exports
     subject: str | None = None  # case: the word, when known
 
 
@@ -599,11 +600,15 @@ class ShellReader:
         if name in self.vars:
             self.vars[name] = [replace(a, exported=exported) for a in self.vars[name]]
 
-    def _assign_local(self, word: Word) -> None:
+    def _assign_local(self, word: Word, *, export: bool = False, condition: str = "") -> None:
         function = self._function()
         m = _ASSIGN.fullmatch(word.text)
         if function is not None and m is not None:
             function.locals[m.group(1)] = Value(m.group(3))
+            if export and not word.runtime:
+                function.exports[m.group(1)] = self._setting(
+                    m.group(1), m.group(3), Scope.ENV, word.line, condition
+                )
 
     def _assign(self, word: Word, condition: str, *, export: bool) -> _Alt | None:
         """The variable's new value from ``NAME=value`` (None when nothing changes here)."""
@@ -614,7 +619,7 @@ class ShellReader:
             # A function body runs when it is called, a loop body at run time: neither assigns
             # the document's settings (a function's variables are its own).
             if self._function() is not None:
-                self._assign_local(word)
+                self._assign_local(word, export=export, condition=condition)
             return None
         before = self.vars.get(name, [])
         exported = export or self.allexport or self.exported_by_default
@@ -661,9 +666,13 @@ class ShellReader:
     def _launch(
         self, variants: list[tuple[list[Word], tuple[Word, ...], str]], condition: str, line: int
     ) -> None:
-        env: list[Setting] = []
-        if self._function() is None:
-            env = [s for s in self._in_force(exported_only=True)]
+        function = self._function()
+        env = self._in_force(exported_only=True)
+        if function is not None:
+            # A launch in a function body: the variables exported before it, and what the
+            # body exports on its way there.
+            env = [s for s in env if s.key not in function.exports]
+            env += list(function.exports.values())
         flags: list[tuple[str, str, int, str]] = []
         for env_words, args, extra in variants:
             for word in env_words:
@@ -688,7 +697,6 @@ class ShellReader:
             done.add(ident)
             cond = condition if common else _join(condition, extra)
             settings.append(self._setting(key, value, Scope.FLAG, at, cond))
-        function = self._function()
         self.launches.append(
             _Launch(
                 line=line,
