@@ -43,7 +43,7 @@ from .launch import find_launch, flag_values
 from .shell_commands import Command, split_commands
 from .shell_words import Lookup, Value, Word, lex, mapping_lookup, referenced_names
 from .text import NAME
-from .types import Setting
+from .types import ParseError, Setting
 
 __all__ = ["ShellReader", "expand_vars", "shell_settings"]
 
@@ -180,7 +180,14 @@ class ShellReader:
         script = text.lstrip().startswith("#!")
         saved = (_copy(self.vars), self.allexport) if script else None
         for command in commands:
-            self._run(command)
+            try:
+                self._run(command)
+            except RecursionError:
+                raise ParseError(
+                    self.where,
+                    command.segments[0].line,
+                    "expected expansions nested a few levels deep; this command nests too deep",
+                ) from None
         self.exported_by_default = False
         while self.frames:  # an if, a loop or a function a block leaves open ends with it
             frame = self.frames.pop()

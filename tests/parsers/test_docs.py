@@ -501,6 +501,11 @@ _PIECES = st.sampled_from(
     + ["export ", "```bash\n", "```\n", "if ", "; then\n", "fi\n", "else\n", "case ", "esac"]
     + ["- 2026-11-20 ", "## Changelog\n", "--tp ", "python3 -m sglang.launch_server ", "<<EOF\n"]
     + ["EOF\n", "| Variable | Value |\n|---|---|\n", "2026-13-45 ", "X_Y=1 ", "-> ", "remove "]
+    # what the shell reader follows since issue 14
+    + ["$((", "$(", "${", ",,}", ":-", ":?", "+=", "args=(", "args+=(", '"${args[@]}"', "local "]
+    + ["f() {", "}\n", "docker run ", "-e ", "vllm/vllm-openai ", "<port>", "[ ", " ] && "]
+    + ["[[ ", " == ", "while ", "do\n", "done\n", "#!/bin/bash\n", "sglang serve ", "env "]
+    + ["```text\n", "```env\n", "echo ", "2>&1 ", "--disaggregation-mode "]
 )
 
 

@@ -14,7 +14,7 @@ import pytest
 from ingest.parsers.configfiles import diff_settings
 from ingest.parsers.markdown import document_settings, markdown_settings, tokenize
 from ingest.parsers.shell import shell_settings
-from ingest.parsers.types import UTC, Setting
+from ingest.parsers.types import UTC, ParseError, Setting
 
 LAUNCH = "python3 -m sglang.launch_server"
 
@@ -413,4 +413,14 @@ def test_profiles_are_diffed_apart() -> None:
         "8",
         "16",
         "launch decode",
+    )
+
+
+def test_expansions_nested_too_deep_are_a_parse_error_at_their_line() -> None:
+    text = "export A=1\nX=" + "$(echo " * 600 + "a" + ")" * 600 + "\n"
+    with pytest.raises(ParseError) as err:
+        shell_settings(text, where="s.sh")
+    assert (err.value.line, err.value.message) == (
+        2,
+        "expected expansions nested a few levels deep; this command nests too deep",
     )
