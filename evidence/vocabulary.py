@@ -155,6 +155,7 @@ class SettingAttrs(TypedDict):
     scope: str
     where: str
     condition: NotRequired[str]
+    profile: NotRequired[str]  # the launch it belongs to, when a doc holds several
 
 
 class CommitAttrs(TypedDict):
@@ -172,6 +173,9 @@ class DocRevisionAttrs(TypedDict):
     path: str
     settings: list[SettingAttrs]
     commit: NotRequired[str]
+    # A lone doc given a time asserts the whole configuration at that time: later revisions of
+    # the same path are diffed against it (ingest.services.loading).
+    state: NotRequired[bool]
 
 
 class ConfigChangeAttrs(TypedDict):

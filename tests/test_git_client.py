@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from evidence.vocabulary import EventKind, Source
-from ingest.clients.git import head, is_repository, is_repository_root, read_repository
+from ingest.clients.git import (
+    head,
+    is_repository,
+    is_repository_root,
+    read_history,
+    read_repository,
+)
 from ingest.parsers.gitlog import CommitInfo, FileStat, commits_to_result
 from ingest.parsers.types import (
     ParseContext,
@@ -272,7 +280,9 @@ def test_merge_is_diffed_against_its_first_parent(
     by_hash, h = _by_hash(commits), deploy[1]
     merge = by_hash[h["merge"]]
     assert merge.parents == (h["ctas"], h["side"])
-    assert merge.files == (FileStat(".env", 1, 1),)
+    # Issue 14: what a merge brought is listed without line counts (counting them cost as much
+    # as the rest of `git log --numstat` on a history of release merges).
+    assert merge.files == (FileStat(".env", None, None),)
     assert merge.texts == {
         ".env": ("METRICS_PORT=9400\nLOG_LEVEL=debug\n", "METRICS_PORT=9401\nLOG_LEVEL=debug\n")
     }
@@ -330,7 +340,9 @@ def test_commit_events_describe_each_commit(
     merge = events[h["merge"]]
     assert merge.attrs["parents"] == [h["ctas"], h["side"]]
     assert merge.attrs["touches_config"] is True
-    assert merge.attrs["files"] == [{"path": ".env", "added": 1, "removed": 1}]
+    assert merge.attrs["files"] == [{"path": ".env", "added": None, "removed": None}]
+    assert "Files changed against the first parent (1)" in merge.body
+    assert "(binary)" not in merge.body
     binary = events[h["binary"]]
     assert binary.attrs["touches_config"] is False
     assert "(binary)" in binary.body
@@ -424,3 +436,133 @@ def test_max_commits_keeps_the_newest(tmp_path: Path) -> None:
     commits = read_repository(repo.root, max_commits=2)
     assert [c.hash for c in commits] == hashes[2:]
     assert commits[0].texts[".env"] == ("N=1\n", "N=2\n")
+
+
+def _commit_with_raw_dates(repo: Repo, subject: str, author: str, committer: str) -> str:
+    """A commit object written as-is, with ident dates git itself would never write today
+    (`git commit` refuses them; old histories hold them)."""
+    tree = repo.git("rev-parse", "HEAD^{tree}")
+    parent = repo.git("rev-parse", "HEAD")
+    body = (
+        f"tree {tree}\nparent {parent}\n"
+        f"author Bad Clock <bad@example.com> {author}\n"
+        f"committer Bad Clock <bad@example.com> {committer}\n\n{subject}\n"
+    )
+    (repo.root / "commit.txt").write_text(body)
+    sha = repo.git("hash-object", "-t", "commit", "-w", "--literally", "commit.txt")
+    (repo.root / "commit.txt").unlink()
+    repo.git("update-ref", "refs/heads/main", sha)
+    return sha
+
+
+def test_a_malformed_commit_date_is_warned_about_and_read_from_its_timestamp(
+    tmp_path: Path,
+) -> None:
+    """A real history holds `+051800` (git prints `+518:00`): the commit's timestamp still
+    says when it was, so it is read from that with a warning, and the rest of the history
+    ingests."""
+    repo = Repo(tmp_path / "r")
+    repo.write(".env", "A=1\n")
+    first = repo.commit("first", "2026-11-20T07:30:00-08:00")
+    odd = _commit_with_raw_dates(repo, "odd zone", "1262304000 +051800", "1262304000 +051800")
+    repo.write(".env", "A=2\n")
+    last = repo.commit("after", "2026-11-20T08:30:00-08:00")
+    history = read_history(repo.root)
+    assert [c.hash for c in history.commits] == [first, odd, last]
+    bad = history.commits[1]
+    assert bad.authored_at == bad.committed_at == dt.datetime(2010, 1, 1, tzinfo=UTC)
+    assert history.warnings == [
+        f"commit {odd[:12]}: its author date has a malformed zone offset "
+        "('2010-01-22T14:00:00+518:00' as git "
+        "prints it); read as 2010-01-01T00:00:00+00:00 from its timestamp",
+        f"commit {odd[:12]}: its committer date has a malformed zone offset "
+        "('2010-01-22T14:00:00+518:00' as git "
+        "prints it); read as 2010-01-01T00:00:00+00:00 from its timestamp",
+    ]
+    result = commits_to_result(history.commits, repo="r", ctx=ParseContext(name="r"))
+    assert [(c.key, c.old, c.new) for c in result.config_changes] == [
+        ("A", None, "1"),
+        ("A", "1", "2"),
+    ]
+
+
+def test_an_unreadable_commit_date_falls_back_to_the_other_date_then_the_commit_before(
+    tmp_path: Path,
+) -> None:
+    repo = Repo(tmp_path / "r")
+    repo.write(".env", "A=1\n")
+    repo.commit("first", "2026-11-20T07:30:00-08:00")
+    one = _commit_with_raw_dates(repo, "no author date", "x +0000", "1795714200 +0000")
+    two = _commit_with_raw_dates(repo, "no date at all", "x +0000", "99999999999999999999 +0000")
+    history = read_history(repo.root)
+    by_hash = _by_hash(history.commits)
+    assert by_hash[one].authored_at == by_hash[one].committed_at == _utc(17, 30, day=26)
+    assert by_hash[two].authored_at == by_hash[two].committed_at == _utc(17, 30, day=26)
+    assert len(history.warnings) == 3
+    assert history.warnings[0].startswith(f"commit {one[:12]}: its author date has an unreadable")
+    assert history.warnings[0].endswith("read as its committer date")
+    assert history.warnings[2].endswith("read as the time of the commit before it")
+
+
+def test_merges_keep_their_parents_and_what_they_brought(tmp_path: Path) -> None:
+    """Merges are merges, not empty commits: both parents, and the files they brought to the
+    first-parent line; a merge off that line lists none (as git log shows it)."""
+    repo = Repo(tmp_path / "r")
+    repo.write(".env", "A=1\n")
+    repo.commit("first", "2026-11-20T07:30:00-08:00")
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write(".env", "A=2\n")
+    repo.commit("side change", "2026-11-20T07:40:00-08:00")
+    repo.git("checkout", "-q", "main")
+    repo.write("notes.txt", "x\n")
+    main_tip = repo.commit("main change", "2026-11-20T07:45:00-08:00")
+    repo.git("merge", "-q", "--no-ff", "side", "-m", "Merge side", at="2026-11-20T07:50:00-08:00")
+    merge = repo.git("rev-parse", "HEAD")
+    commits = _by_hash(read_repository(repo.root))
+    assert commits[merge].parents[0] == main_tip
+    assert len(commits[merge].parents) == 2
+    assert commits[merge].files == (FileStat(".env", None, None),)
+    result = commits_to_result(list(commits.values()), repo="r", ctx=ParseContext(name="r"))
+    event = next(e for e in result.events if e.key == merge)
+    assert "Merge of" in event.body and "_No files changed._" not in event.body
+    assert [(c.key, c.new, c.ref) for c in result.config_changes if c.old is not None] == [
+        ("A", "2", merge)
+    ]
+
+
+def test_generated_data_under_a_config_name_is_skipped_with_one_warning(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "r")
+    repo.write("static/manifest.json", "{" + ",".join(f'"k{i}":{i}' for i in range(2_000)) + "}")
+    repo.write("pnpm-lock.yaml", "lockfileVersion: '9.0'\n")
+    repo.write(".env", "A=1\n")
+    repo.commit("first", "2026-11-20T07:30:00-08:00")
+    repo.write("static/manifest.json", "{" + ",".join(f'"k{i}":{i}' for i in range(2_001)) + "}")
+    repo.write("pnpm-lock.yaml", "lockfileVersion: '9.1'\n")
+    repo.commit("second", "2026-11-20T08:30:00-08:00")
+    commits = read_repository(repo.root)
+    assert all("pnpm-lock.yaml" not in c.texts for c in commits)  # its blobs are never read
+    result = commits_to_result(commits, repo="r", ctx=ParseContext(name="r"))
+    assert [(c.key, c.new) for c in result.config_changes] == [("A", "1")]
+    assert result.warnings == [
+        f"commit {commits[0].hash[:12]}: static/manifest.json is generated data, not "
+        "configuration (minified JSON); its changes are not read"
+    ]
+
+
+def test_a_git_log_past_its_deadline_is_stopped_with_a_clear_error(tmp_path, monkeypatch):
+    repo = Repo(tmp_path / "r")
+    repo.write(".env", "A=1\n")
+    repo.commit("first", "2026-11-20T07:30:00-08:00")
+    real_git = shutil.which("git")
+    assert real_git
+    shim = tmp_path / "bin" / "git"
+    shim.parent.mkdir()
+    shim.write_text(
+        f'#!/bin/sh\ncase " $* " in *" --raw "*) exec sleep 30;; esac\nexec "{real_git}" "$@"\n'
+    )
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"git log in .* timed out \(deadline reached\)"):
+        read_history(repo.root, timeout=2.0)
+    assert time.monotonic() - started < 10

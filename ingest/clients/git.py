@@ -19,21 +19,32 @@ Repositories may come from uploaded bundles, so they are treated as hostile:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import os
 import subprocess
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from ingest.parsers.configfiles import is_config_path
 from ingest.parsers.gitlog import CommitInfo, FileStat, split_message
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _MARK = b"\x00\x1eINCIDENT-TIMELINE-COMMIT\x1f"
-_FORMAT = "%x00%x1eINCIDENT-TIMELINE-COMMIT%x1f%H%x00%P%x00%an%x00%ae%x00%aI%x00%cI%x00%B%x00"
+# Dates come as epoch seconds (%at, %ct: what the commit object records, always readable) and
+# as ISO 8601 with the author's zone (%aI, %cI), which only serves to notice a malformed zone:
+# real histories hold offsets such as +051800, which git prints as "+518:00".
+_FORMAT = (
+    "%x00%x1eINCIDENT-TIMELINE-COMMIT%x1f%H%x00%P%x00%an%x00%ae%x00%at %aI%x00%ct %cI%x00%B%x00"
+)
 _HEADER_FIELDS = 7
 _ZERO_OID = frozenset({"0" * 40, "0" * 64})
 _REGULAR_FILE_MODES = frozenset({"100644", "100755"})
@@ -168,15 +179,35 @@ def head(path: Path, *, timeout: float = 10.0) -> str:
     return proc.stdout.decode("ascii", errors="replace").strip() if proc.returncode == 0 else ""
 
 
+@dataclass(frozen=True)
+class History:
+    """A repository's commits, oldest first, and what was odd about them (malformed dates)."""
+
+    commits: list[CommitInfo]
+    warnings: list[str]
+
+
 def read_repository(
     path: Path, *, timeout: float = 60.0, max_commits: int = 100_000
 ) -> list[CommitInfo]:
+    """The commits of :func:`read_history`, without its warnings."""
+    return read_history(path, timeout=timeout, max_commits=max_commits).commits
+
+
+def read_history(path: Path, *, timeout: float = 60.0, max_commits: int = 100_000) -> History:
     """All commits of HEAD's history, oldest first, with config/doc texts before and after.
 
-    Texts are filled for commits on HEAD's first-parent line, merges diffed against their
-    first parent; side-branch commits carry none, since their settings reach the deployed line
-    with the merge. If the history is longer than ``max_commits``, the newest ``max_commits``
-    are returned and a warning is logged.
+    One ``git log`` reads every commit with its ``--numstat`` and ``--raw`` entries (blob ids),
+    merges shown without a diff as ``git log`` shows them; one more reads what each merge of
+    HEAD's first-parent line brought against its first parent (``--raw`` only: its paths and
+    blob ids, no line counts, which would cost as much again on a history of release merges).
+    Texts are filled for commits on HEAD's first-parent line; side-branch commits carry none,
+    since their settings reach the deployed line with the merge. Config and doc blobs are
+    then read in one batch.
+
+    A malformed commit date (real histories hold zone offsets such as ``+051800``) is read
+    from the commit's timestamp and reported in ``warnings``, never fatal. If the history is
+    longer than ``max_commits``, the newest ``max_commits`` are returned (with a warning).
     Raises ValueError if ``path`` is not a repository (UnsafeRepositoryError if it reaches
     outside its folder), RuntimeError when git fails or times out.
     """
@@ -184,45 +215,156 @@ def read_repository(
     deadline = time.monotonic() + timeout
     head = _run(repo, ["rev-parse", "--verify", "--quiet", "HEAD"], deadline)
     if head.returncode != 0:
-        return []  # an empty repository: no commit yet
+        return History([], [])  # an empty repository: no commit yet
+    count = f"--max-count={max_commits + 1}"
+    # The two small reads run beside the big one (each is its own git process).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        first_parent = pool.submit(_git, repo, ["rev-list", "--first-parent", "HEAD"], deadline)
+        merged = pool.submit(_merge_changes, repo, deadline)
+        raw_commits = _stream_records(
+            repo,
+            ["log", count, *_LOG_OPTIONS],
+            deadline,
+            lambda record: _parse_record(record, repo.top),
+        )
+        raw_commits.reverse()  # oldest first; git's --reverse costs it more than this does
+        mainline = set(first_parent.result().decode().split())
+        merges = merged.result()
+    warnings: list[str] = []
+    if len(raw_commits) > max_commits:
+        warnings.append(
+            f"the history is longer than {max_commits} commits; only the newest {max_commits} "
+            "were read"
+        )
+        logger.warning("%s: %s", repo.top, warnings[-1])
+        raw_commits = raw_commits[len(raw_commits) - max_commits :]
+    # Settings are diffed along HEAD's first-parent line only: a side-branch commit changes
+    # nothing on the deployed line until its merge, and diffing both would report it twice.
+    diffed = [_with_merge_diff(raw, merges) for raw in raw_commits if raw.hash in mainline]
+    blobs = _read_blobs(repo, _wanted_blobs(diffed), deadline)
+    by_hash = {raw.hash: raw for raw in diffed}
+    commits: list[CommitInfo] = []
+    previous: dt.datetime | None = None
+    for raw in raw_commits:
+        authored, committed = _dates(raw, previous, warnings)
+        previous = committed
+        commits.append(
+            _commit_info(
+                by_hash.get(raw.hash, raw),
+                blobs,
+                with_texts=raw.hash in by_hash,
+                dates=(authored, committed),
+            )
+        )
+    return History(commits, warnings)
+
+
+_LOG_OPTIONS = (
+    "-M",
+    "--raw",
+    "--numstat",
+    "-z",
+    "--no-abbrev",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-color",
+    "--no-show-signature",
+    "--encoding=UTF-8",
+    f"--format=format:{_FORMAT}",
+    "HEAD",
+    "--",
+)
+
+
+def _merge_changes(repo: _Repo, deadline: float) -> dict[str, tuple[_Raw, ...]]:
+    """The ``--raw`` entries of each merge on HEAD's first-parent line against its first
+    parent (a tree comparison: no file contents are read)."""
     out = _git(
         repo,
         [
             "log",
-            "--reverse",
-            "-M",
+            "--merges",
+            "--first-parent",
             "--diff-merges=first-parent",
+            "-M",
             "--raw",
-            "--numstat",
             "-z",
             "--no-abbrev",
             "--no-ext-diff",
             "--no-textconv",
             "--no-color",
             "--no-show-signature",
-            "--encoding=UTF-8",
-            f"--max-count={max_commits + 1}",
-            f"--format=format:{_FORMAT}",
+            "--format=format:%x00%x1eINCIDENT-TIMELINE-COMMIT%x1f%H%x00",
             "HEAD",
             "--",
         ],
         deadline,
     )
-    raw_commits = [_parse_record(record, repo.top) for record in out.split(_MARK) if record]
-    if len(raw_commits) > max_commits:
-        logger.warning(
-            "%s: history is longer than %d commits; reading only the newest %d",
-            repo.top,
-            max_commits,
-            max_commits,
-        )
-        raw_commits = raw_commits[len(raw_commits) - max_commits :]
-    # Settings are diffed along HEAD's first-parent line only: a side-branch commit changes
-    # nothing on the deployed line until its merge, and diffing both would report it twice.
-    mainline = set(_git(repo, ["rev-list", "--first-parent", "HEAD"], deadline).decode().split())
-    diffed = [raw for raw in raw_commits if raw.hash in mainline]
-    blobs = _read_blobs(repo, _wanted_blobs(diffed), deadline)
-    return [_commit_info(raw, blobs, with_texts=raw.hash in mainline) for raw in raw_commits]
+    merges: dict[str, tuple[_Raw, ...]] = {}
+    for record in out.split(_MARK):
+        if not record:
+            continue
+        commit_hash, _, rest = record.partition(b"\x00")
+        try:
+            raws, _stats = _parse_changes(rest)
+        except (ValueError, IndexError) as exc:
+            raise RuntimeError(
+                f"git log in {repo.top}: unexpected output for merge {_text(commit_hash)[:12]}: "
+                f"{exc}"
+            ) from None
+        merges[_text(commit_hash)] = tuple(raws)
+    return merges
+
+
+def _with_merge_diff(raw: _RawCommit, merges: dict[str, tuple[_Raw, ...]]) -> _RawCommit:
+    """A merge of the first-parent line with what it brought: its ``--raw`` entries, and its
+    files (paths only: line counts are not computed for merges)."""
+    entries = merges.get(raw.hash)
+    if entries is None:
+        return raw
+    stats = tuple(FileStat(e.path, None, None, e.old_path) for e in entries)
+    return dataclasses.replace(raw, raws=entries, stats=stats)
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def _when(field: str) -> tuple[dt.datetime | None, str]:
+    """A ``%at %aI`` field: the moment (None if unreadable) and what is wrong with it."""
+    seconds, _, iso = field.partition(" ")
+    try:
+        at = _EPOCH + dt.timedelta(seconds=int(seconds))
+    except (ValueError, OverflowError):
+        return None, f"an unreadable date ({field.strip()!r} as git prints it)"
+    try:
+        dt.datetime.fromisoformat(iso)
+    except ValueError:
+        return at, f"a malformed zone offset ({iso!r} as git prints it)"
+    return at, ""
+
+
+def _dates(
+    raw: _RawCommit, previous: dt.datetime | None, warnings: list[str]
+) -> tuple[dt.datetime, dt.datetime]:
+    """Author and committer dates; a malformed one is warned about and read as best it can be
+    (from the timestamp, else the other date, else the commit before it)."""
+    authored, author_problem = _when(raw.authored)
+    committed, committer_problem = _when(raw.committed)
+    fallback = committed or authored or previous or _EPOCH
+    for who, at, problem in (
+        ("author", authored, author_problem),
+        ("committer", committed, committer_problem),
+    ):
+        if not problem:
+            continue
+        if at is not None:
+            read_as = f"read as {at.isoformat()} from its timestamp"
+        elif committed or authored:
+            read_as = f"read as its {'committer' if who == 'author' else 'author'} date"
+        else:
+            read_as = "read as the time of the commit before it"
+        warnings.append(f"commit {raw.hash[:12]}: its {who} date has {problem}; {read_as}")
+    return authored or fallback, committed or fallback
 
 
 # --- running git --------------------------------------------------------------------------------
@@ -258,13 +400,8 @@ def _env(repo: _Repo) -> dict[str, str]:
     return env
 
 
-def _run(
-    repo: _Repo, args: list[str], deadline: float, stdin: bytes | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise RuntimeError(f"git {args[0]} in {repo.top}: out of time before it could start")
-    command = [
+def _command(repo: _Repo, args: list[str]) -> list[str]:
+    return [
         "git",
         "--no-pager",
         "-C",
@@ -281,9 +418,17 @@ def _run(
         "log.showSignature=false",
         *args,
     ]
+
+
+def _run(
+    repo: _Repo, args: list[str], deadline: float, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise RuntimeError(f"git {args[0]} in {repo.top}: out of time before it could start")
     try:
         return subprocess.run(
-            command,
+            _command(repo, args),
             input=stdin,
             capture_output=True,
             timeout=remaining,
@@ -291,11 +436,64 @@ def _run(
             check=False,
         )
     except FileNotFoundError:
-        raise RuntimeError(
-            "the git command-line tool is not installed (no 'git' on PATH)"
-        ) from None
+        raise _no_git() from None
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"git {args[0]} in {repo.top} timed out (deadline reached)") from None
+
+
+def _no_git() -> RuntimeError:
+    return RuntimeError("the git command-line tool is not installed (no 'git' on PATH)")
+
+
+def _stream_records(
+    repo: _Repo, args: list[str], deadline: float, parse: Callable[[bytes], T]
+) -> list[T]:
+    """Run git and ``parse`` each ``_MARK``-led record of its output as it arrives, so that
+    git and the parse share the two cores instead of taking turns."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise RuntimeError(f"git {args[0]} in {repo.top}: out of time before it could start")
+    try:
+        proc = subprocess.Popen(  # noqa: S603 (fixed argument list, no shell)
+            _command(repo, args),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(repo),
+        )
+    except FileNotFoundError:
+        raise _no_git() from None
+    stdout, stderr_pipe = proc.stdout, proc.stderr
+    assert stdout is not None and stderr_pipe is not None
+    errors: list[bytes] = []
+    drain = threading.Thread(target=lambda: errors.append(stderr_pipe.read()), daemon=True)
+    drain.start()
+    timer = threading.Timer(remaining, proc.kill)
+    timer.start()
+    records: list[T] = []
+    try:
+        pending = b""
+        while chunk := stdout.read(1 << 20):
+            parts = (pending + chunk).split(_MARK)
+            pending = parts.pop()
+            records.extend(parse(part) for part in parts if part)
+        if pending:
+            records.append(parse(pending))
+        code = proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        drain.join()
+    if code < 0 and time.monotonic() >= deadline:
+        raise RuntimeError(f"git {args[0]} in {repo.top} timed out (deadline reached)")
+    if code != 0:
+        stderr = b"".join(errors).decode("utf-8", errors="replace").strip()
+        raise RuntimeError(
+            f"git {args[0]} failed in {repo.top} (exit {code}): {stderr or 'no message'}"
+        )
+    return records
 
 
 def _git(repo: _Repo, args: list[str], deadline: float, stdin: bytes | None = None) -> bytes:
@@ -330,8 +528,8 @@ class _RawCommit:
     parents: tuple[str, ...]
     author: str
     email: str
-    authored_at: dt.datetime
-    committed_at: dt.datetime
+    authored: str  # "%at %aI": see _when
+    committed: str  # "%ct %cI"
     message: str
     raws: tuple[_Raw, ...]
     stats: tuple[FileStat, ...]
@@ -351,8 +549,6 @@ def _parse_record(record: bytes, path: Path) -> _RawCommit:
     rest = fields[_HEADER_FIELDS] if len(fields) > _HEADER_FIELDS else b""
     try:
         raws, stats = _parse_changes(rest)
-        authored_at = dt.datetime.fromisoformat(authored).astimezone(dt.UTC)
-        committed_at = dt.datetime.fromisoformat(committed).astimezone(dt.UTC)
     except (ValueError, IndexError) as exc:
         raise RuntimeError(
             f"git log in {path}: unexpected output for commit {commit_hash[:12]}: {exc}"
@@ -362,8 +558,8 @@ def _parse_record(record: bytes, path: Path) -> _RawCommit:
         parents=tuple(parents.split()),
         author=author,
         email=email,
-        authored_at=authored_at,
-        committed_at=committed_at,
+        authored=authored,
+        committed=committed,
         message=message,
         raws=tuple(raws),
         stats=tuple(stats),
@@ -471,7 +667,13 @@ def _read_blobs(repo: _Repo, oids: list[str], deadline: float) -> dict[str, str 
     return texts
 
 
-def _commit_info(raw: _RawCommit, blobs: dict[str, str | None], *, with_texts: bool) -> CommitInfo:
+def _commit_info(
+    raw: _RawCommit,
+    blobs: dict[str, str | None],
+    *,
+    with_texts: bool,
+    dates: tuple[dt.datetime, dt.datetime],
+) -> CommitInfo:
     subject, body = split_message(raw.message)
     texts: dict[str, tuple[str | None, str | None]] = {}
     for entry in raw.raws if with_texts else ():
@@ -502,8 +704,8 @@ def _commit_info(raw: _RawCommit, blobs: dict[str, str | None], *, with_texts: b
         parents=raw.parents,
         author=raw.author,
         email=raw.email,
-        authored_at=raw.authored_at,
-        committed_at=raw.committed_at,
+        authored_at=dates[0],
+        committed_at=dates[1],
         subject=subject,
         body=body,
         files=raw.stats,

@@ -8,6 +8,7 @@ versions into changes with :func:`diff_settings`.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import posixpath
 import re
@@ -25,21 +26,46 @@ from .shell import expand_vars, shell_settings
 from .text import key_value
 from .types import UTC, ConfigChangeRecord, ParseError, Setting
 
-__all__ = ["diff_settings", "extract_settings", "is_config_path"]
+__all__ = [
+    "diff_settings",
+    "extract_settings",
+    "generated_data",
+    "is_config_path",
+    "setting_condition",
+]
 
 _SHELL_SUFFIXES = (".sh", ".bash", ".zsh")
 _SCRIPT_PREFIXES = ("launch", "run", "start")
 _MARKDOWN_SUFFIXES = (".md", ".markdown")
 _YAML_SUFFIXES = (".yaml", ".yml")
-_NOT_CONFIG = frozenset({"package-lock.json"})
+# Lock files and other files tools write: their names say so, their contents are resolved
+# dependency trees, not settings anyone chose (on real repositories they made 30-60% of the
+# "config changes").
+_NOT_CONFIG = frozenset(
+    {"package-lock.json", "npm-shrinkwrap.json", "pnpm-lock.yaml", "yarn.lock", "poetry.lock",
+     "cargo.lock", "gemfile.lock", "composer.lock", "pipfile.lock", "uv.lock", "pdm.lock",
+     "bun.lock", "flake.lock", "deno.lock", "packages.lock.json", "podfile.lock", "mix.lock",
+     "go.sum", "go.work.sum", ".terraform.lock.hcl", "selection.json"}
+)  # fmt: skip
+_NOT_CONFIG_SUFFIXES = (".lock", "-lock.json", "-lock.yaml", ".lock.json", ".min.json", ".map")
+_NOT_CONFIG_DIRS = frozenset({"node_modules", "bower_components", ".yarn", "__generated__"})
+# Hand-written configuration is kilobytes; a structured file this big is data.
+MAX_CONFIG_CHARS = 256 * 1024
+_MINIFIED_LINE = 2000  # a JSON file whose lines average longer than this was written by a tool
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 _TOML_LINE = re.compile(r"at line (\d+)")
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
+# libyaml's parser when PyYAML was built with it: the same nodes and marks, ~10x quicker
+# (a repository's history reads thousands of YAML versions).
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+@functools.lru_cache(maxsize=65536)  # a history asks about the same paths thousands of times
 def _kind(path: str) -> str:
     name = posixpath.basename(path).lower()
-    if name in _NOT_CONFIG:
+    if name in _NOT_CONFIG or name.endswith(_NOT_CONFIG_SUFFIXES):
+        return ""
+    if _NOT_CONFIG_DIRS.intersection(path.split("/")[:-1]):
         return ""
     if name.endswith(_MARKDOWN_SUFFIXES):
         return "markdown"
@@ -62,6 +88,25 @@ def _kind(path: str) -> str:
 def is_config_path(path: str) -> bool:
     """Whether a file's contents can assert settings (scripts, .env, YAML/TOML/JSON, Markdown)."""
     return bool(_kind(path))
+
+
+def generated_data(path: str, text: str) -> str:
+    """Why a file with a config name holds generated data rather than settings ("" if it does
+    not): huge, minified, or an icon font's glyph table (IcoMoon, Fontello)."""
+    kind = _kind(path)
+    if kind not in ("json", "yaml", "toml"):
+        return ""
+    if len(text) > MAX_CONFIG_CHARS:
+        return f"{len(text):,} characters, over the {MAX_CONFIG_CHARS:,} of a hand-written file"
+    if kind != "json":
+        return ""
+    lines = text.count("\n") + 1
+    if len(text) > 2 * _MINIFIED_LINE and len(text) / lines > _MINIFIED_LINE:
+        return "minified JSON"
+    head = text[:4096]
+    if '"IcoMoonType"' in head or ('"glyphs"' in text and '"css_prefix_text"' in text):
+        return "an icon font's glyph table"
+    return ""
 
 
 def extract_settings(path: str, text: str) -> list[Setting]:
@@ -156,7 +201,7 @@ def _dotenv_value(rest: str, path: str, lineno: int) -> str:
 
 def _yaml_settings(path: str, text: str) -> list[Setting]:
     try:
-        documents = [d for d in yaml.compose_all(text, Loader=yaml.SafeLoader) if d is not None]
+        documents = [d for d in yaml.compose_all(text, Loader=_YAML_LOADER) if d is not None]
         walker = _YamlWalker(path, multi=len(documents) > 1)
         for index, document in enumerate(documents):
             walker.walk(document, f"{index}" if walker.multi else "")
@@ -336,15 +381,17 @@ def diff_settings(
 ) -> list[ConfigChangeRecord]:
     """Changes from one state to the next, sorted by key.
 
-    A setting's identity is (key, condition); when one state names a key twice the last one
-    wins. Introduced keys have ``old=None``, removed keys ``new=None``; unchanged keys yield
-    nothing. ``at`` must be aware; it is stored in UTC.
+    A setting's identity is (profile, key, condition): the launches of a document with several
+    are diffed apart. When one state names an identity twice the last one wins. Introduced keys
+    have ``old=None``, removed keys ``new=None``; unchanged keys yield nothing. A change's
+    ``condition`` is :func:`setting_condition` (the launch, then the shell condition). ``at``
+    must be aware; it is stored in UTC.
     """
     if at.tzinfo is None or at.utcoffset() is None:
         raise ValueError("diff_settings needs an aware datetime for `at`")
     at = at.astimezone(UTC)
-    old_state = {(s.key, s.condition): s for s in before}
-    new_state = {(s.key, s.condition): s for s in after}
+    old_state = {(s.key, s.profile, s.condition): s for s in before}
+    new_state = {(s.key, s.profile, s.condition): s for s in after}
     out: list[ConfigChangeRecord] = []
     for identity in sorted(old_state.keys() | new_state.keys()):
         old = old_state.get(identity)
@@ -363,7 +410,13 @@ def diff_settings(
                 source=source,
                 ref=ref,
                 where=current.where,
-                condition=identity[1],
+                condition=setting_condition(current),
             )
         )
     return out
+
+
+def setting_condition(setting: Setting) -> str:
+    """What a setting depends on, in words: ``launch decode; if [ "$GPU" = b200 ]``."""
+    launch = f"launch {setting.profile}" if setting.profile else ""
+    return "; ".join(part for part in (launch, setting.condition) if part)

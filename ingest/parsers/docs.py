@@ -6,13 +6,15 @@ changelog items from :mod:`.changelog`.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import posixpath
 from collections.abc import Sequence
 
-from evidence.vocabulary import EventKind, Lane
+from evidence.vocabulary import EventKind, Lane, Scope, Source
 
 from .changelog import ChangelogItem, changelog_items, item_changes
+from .configfiles import diff_settings
 from .markdown import check_size, document_settings, plain_text, tokenize
 from .text import decode, head_text
 from .timestamps import default_time
@@ -59,6 +61,7 @@ def parse_markdown_doc(data: bytes, ctx: ParseContext) -> ParseResult:
     given = default_time(ctx)
     if given is not None:
         at = given
+        changes += state_changes(settings, changes, at=at, ref=key)
     elif items:
         at = max(item.at for item in items)
     else:
@@ -90,16 +93,45 @@ def parse_markdown_doc(data: bytes, ctx: ParseContext) -> ParseResult:
                     "scope": s.scope,
                     "where": s.where,
                     "condition": s.condition,
+                    "profile": s.profile,
                 }
                 for s in settings
             ],
             "sections": sections,
+            "state": given is not None,
         },
         line=1,
     )
     return ParseResult(
         kind=KIND_MARKDOWN_DOC, events=[event], config_changes=changes, warnings=warnings
     )
+
+
+def state_changes(
+    settings: Sequence[Setting],
+    changelog: Sequence[ConfigChangeRecord],
+    *,
+    at: dt.datetime,
+    ref: str,
+) -> list[ConfigChangeRecord]:
+    """The document's settings as the configuration in force at ``at`` (a lone doc given a
+    time): every setting is introduced then, except the ones its own changelog already set
+    to the same value earlier. Later revisions of the same path are diffed against this one
+    when they are loaded (:func:`ingest.services.loading.doc_states_chain`)."""
+    known: dict[tuple[str, str], str | None] = {}
+    for change in sorted(changelog, key=lambda c: c.at):
+        if change.at <= at:
+            known[(change.key, change.condition)] = change.new
+    before = [
+        Setting(key, value, Scope.FLAG if key.startswith("-") else Scope.ENV, "", condition)
+        for (key, condition), value in known.items()
+        if value is not None
+    ]
+    return [
+        c
+        for c in diff_settings(before, settings, at=at, source=Source.DOC, ref=ref)
+        if c.new is not None  # what the changelog set and the doc no longer shows stays
+    ]
 
 
 def _summary(
@@ -113,6 +145,11 @@ def _summary(
         by_scope[s.scope] = by_scope.get(s.scope, 0) + 1
     scopes = ", ".join(f"{n} {scope}" for scope, n in sorted(by_scope.items()))
     lines = [f"**{len(settings)} settings** ({scopes or 'none'}) in {len(sections)} sections."]
+    profiles = sorted({s.profile for s in settings if s.profile})
+    if profiles:
+        lines.append(
+            f"{len(profiles)} server launches, kept apart: " + ", ".join(f"`{p}`" for p in profiles)
+        )
     conditional = sum(1 for s in settings if s.condition)
     if conditional:
         lines.append(f"{conditional} of them only apply under a shell condition.")

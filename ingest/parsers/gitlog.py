@@ -21,10 +21,10 @@ from typing import Any
 
 from evidence.vocabulary import EventKind, Lane, Source
 
-from .configfiles import diff_settings, extract_settings, is_config_path
+from .configfiles import diff_settings, extract_settings, generated_data, is_config_path
 from .markdown import changed_sections
 from .text import decode_lines, head_text
-from .timestamps import UTC, LocalTimeError, TimeError, parse_iso
+from .timestamps import UTC, LocalTimeError, TimeError, parse_iso, parse_overlong_offset
 from .types import (
     EventRecord,
     ParseContext,
@@ -93,27 +93,39 @@ def looks_like_git_log_text(name: str, head: bytes) -> bool:
     return lines[1].partition(":")[0] in _HEADERS
 
 
-def parse_git_log_text(data: bytes, ctx: ParseContext) -> list[CommitInfo]:
-    """Read ``git log --numstat`` text (see the module docstring) into commits, in file order."""
+def parse_git_log_text(
+    data: bytes, ctx: ParseContext, warnings: list[str] | None = None
+) -> list[CommitInfo]:
+    """Read ``git log --numstat`` text (see the module docstring) into commits, in file order.
+
+    A date with a malformed zone offset (``+518:00``: git prints a recorded ``+051800`` so) is
+    read as git meant it, and a line saying so is appended to ``warnings``.
+    """
     lines = decode_lines(data, ctx.name)
     commits: list[CommitInfo] = []
+    notes = warnings if warnings is not None else []
     i, n = 0, len(lines)
     while i < n:
         if not lines[i].strip():
             i += 1
             continue
-        commit, i = _read_commit(lines, i, ctx)
+        commit, i = _read_commit(lines, i, ctx, notes)
         commits.append(commit)
     return commits
 
 
 def parse_git_log(data: bytes, ctx: ParseContext) -> ParseResult:
     """Parse ``git log`` text into commit events (kind ``git_log``)."""
-    commits = parse_git_log_text(data, ctx)
-    return commits_to_result(commits, repo=_repo_name(ctx.name), ctx=ctx, kind=KIND_GIT_LOG)
+    warnings: list[str] = []
+    commits = parse_git_log_text(data, ctx, warnings)
+    result = commits_to_result(commits, repo=_repo_name(ctx.name), ctx=ctx, kind=KIND_GIT_LOG)
+    result.warnings[:0] = warnings
+    return result
 
 
-def _read_commit(lines: list[str], start: int, ctx: ParseContext) -> tuple[CommitInfo, int]:
+def _read_commit(
+    lines: list[str], start: int, ctx: ParseContext, warnings: list[str]
+) -> tuple[CommitInfo, int]:
     name = ctx.name
     m = _COMMIT_RE.match(lines[start])
     if not m:
@@ -161,10 +173,12 @@ def _read_commit(lines: list[str], start: int, ctx: ParseContext) -> tuple[Commi
     date_value = headers.get("Date") or headers.get("AuthorDate")
     if date_value is None:
         raise _missing_header(name, start, commit_hash, "Date: <date>", lines[i:])
-    authored_at = _parse_date(date_value[0], ctx, date_value[1])
+    authored_at = _parse_date(date_value[0], ctx, date_value[1], warnings)
     committed_at = authored_at
     if "CommitDate" in headers:
-        committed_at = _parse_date(headers["CommitDate"][0], ctx, headers["CommitDate"][1])
+        committed_at = _parse_date(
+            headers["CommitDate"][0], ctx, headers["CommitDate"][1], warnings
+        )
     if not parents and "Merge" in headers:
         parents = tuple(headers["Merge"][0].split())  # abbreviated hashes in the medium layout
 
@@ -240,7 +254,7 @@ def split_message(message: str) -> tuple[str, str]:
     return " ".join(subject_lines), body
 
 
-def _parse_date(value: str, ctx: ParseContext, line: int) -> dt.datetime:
+def _parse_date(value: str, ctx: ParseContext, line: int, warnings: list[str]) -> dt.datetime:
     text = value.strip()
     m = _ISO_SPACED_RE.match(text)
     if m:
@@ -255,7 +269,17 @@ def _parse_date(value: str, ctx: ParseContext, line: int) -> dt.datetime:
         # git's default date layout: "Fri Nov 20 07:30:00 2026 -0800"
         return dt.datetime.strptime(text, "%a %b %d %H:%M:%S %Y %z").astimezone(UTC)
     except ValueError:
+        pass
+    try:
+        odd = parse_overlong_offset(value.strip())
+    except TimeError:
         raise ParseError(ctx.name, line, f"{_DATE_EXPECTED}, found {value!r}") from None
+    warnings.append(
+        f"{ctx.name}:{line}: the date {value.strip()!r} has a malformed zone offset; read as "
+        f"{odd.isoformat()} (the offset's last two digits as minutes, the rest as hours, as "
+        "git printed it)"
+    )
+    return odd
 
 
 def _numstat_path(text: str) -> tuple[str, str | None]:
@@ -337,13 +361,28 @@ def commits_to_result(
     does not lose the rest of the history. Results come out oldest first.
     """
     result = ParseResult(kind=kind)
+    # One version of a file is the "after" of one commit and the "before" of the next: read
+    # each version once.
+    memo: dict[tuple[str, str], list[Setting] | ValueError] = {}
+    generated: set[str] = set()
     for commit in _chronological(commits):
         result.events.append(_commit_event(commit, repo))
         for path in sorted(commit.texts):
             before_text, after_text = commit.texts[path]
+            reason = next(
+                (generated_data(path, t) for t in (after_text, before_text) if t is not None), ""
+            )
+            if reason:
+                if path not in generated:
+                    generated.add(path)
+                    result.warnings.append(
+                        f"commit {commit.hash[:12]}: {path} is generated data, not "
+                        f"configuration ({reason}); its changes are not read"
+                    )
+                continue
             try:
-                before = extract_settings(path, before_text) if before_text is not None else []
-                after = extract_settings(path, after_text) if after_text is not None else []
+                before = _settings(path, before_text, memo)
+                after = _settings(path, after_text, memo)
             except ValueError as exc:  # ParseError is a ValueError
                 detail = str(exc.message) if isinstance(exc, ParseError) else str(exc)
                 line = f" line {exc.line}" if isinstance(exc, ParseError) and exc.line else ""
@@ -371,6 +410,23 @@ def commits_to_result(
                 diff_settings(before, after, at=commit.committed_at, source=source, ref=ref)
             )
     return result
+
+
+def _settings(
+    path: str, text: str | None, memo: dict[tuple[str, str], list[Setting] | ValueError]
+) -> list[Setting]:
+    if text is None:
+        return []
+    found = memo.get((path, text))
+    if found is None:
+        try:
+            found = extract_settings(path, text)
+        except ValueError as exc:
+            found = exc
+        memo[(path, text)] = found
+    if isinstance(found, ValueError):
+        raise found
+    return found
 
 
 def _chronological(commits: Sequence[CommitInfo]) -> list[CommitInfo]:
@@ -429,7 +485,8 @@ def _commit_body(commit: CommitInfo) -> str:
     parts: list[str] = []
     if commit.body:
         parts.append(commit.body)
-    if len(commit.parents) > 1:
+    merge = len(commit.parents) > 1
+    if merge:
         parts.append("Merge of " + ", ".join(_code(p[:12]) for p in commit.parents) + ".")
     if commit.files:
         items = []
@@ -437,9 +494,16 @@ def _commit_body(commit: CommitInfo) -> str:
             name = _code(f.path)
             if f.old_path is not None:
                 name = f"{_code(f.old_path)} → {name}"
-            counts = "binary" if f.added is None else f"+{f.added} −{f.removed}"
-            items.append(f"- {name} ({counts})")
-        parts.append(f"**Files changed ({len(commit.files)})**\n\n" + "\n".join(items))
+            if f.added is not None:
+                items.append(f"- {name} (+{f.added} −{f.removed})")
+            elif merge:
+                items.append(f"- {name}")  # the repository reader counts no lines for merges
+            else:
+                items.append(f"- {name} (binary)")
+        what = "Files changed against the first parent" if merge else "Files changed"
+        parts.append(f"**{what} ({len(commit.files)})**\n\n" + "\n".join(items))
+    elif merge:
+        parts.append("_No diff read: a merge's changes are its parents'._")
     else:
         parts.append("_No files changed._")
     return "\n\n".join(parts)
@@ -452,6 +516,7 @@ def _setting_dict(setting: Setting) -> dict[str, Any]:
         "scope": setting.scope,
         "where": setting.where,
         "condition": setting.condition,
+        "profile": setting.profile,
     }
 
 

@@ -1,9 +1,19 @@
-"""Server launch commands: which words start a model server, and the flags they pass it.
+"""Server launch commands: which commands start a model server, and what they pass it.
 
-Pure. Recognises ``python -m sglang.launch_server ...`` (and vLLM, ``launch_server.py``),
-``vllm serve MODEL ...`` / ``sglang serve ...`` and programs that are servers themselves
-(``text-generation-launcher``, ``trtllm-serve``, ...). The shell reader (:mod:`.shell`) asks it
-about every command of a script or doc block; :func:`launch_flags` takes words already split.
+Pure. A launch is, after wrappers (``exec``, ``nohup``, ``sudo``, ``env A=1``, ``numactl ...``):
+
+* ``python -m sglang.launch_server ...``, ``python -m vllm.entrypoints.openai.api_server ...``,
+  ``python -m dynamo.sglang ...`` and ``python launch_server.py ...``; any other module
+  (``sglang.benchmark.serving``, ``sglang.bench_serving``, ``sglang.test.run_eval``,
+  ``sglang_router.launch_router``) is a client, a benchmark or a router, not the server;
+* ``sglang serve ...``, ``vllm serve MODEL ...``;
+* programs that are servers themselves (``text-generation-launcher``, ``trtllm-serve``, ...);
+* ``docker run [options] IMAGE ...`` (or podman): the command after the image when there is
+  one, else the flags after the image, which the image's entrypoint takes, when the image is a
+  server's (``vllm/vllm-openai``, ``lmsysorg/sglang``, TGI, Triton ...) or the flags name a model.
+
+Its ``env`` holds the ``KEY=VALUE`` words that set the server's environment there and then
+(``env A=1``, ``docker run -e A=1``); the shell reader adds the command's own prefixes.
 """
 
 from __future__ import annotations
@@ -11,16 +21,185 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .shell_words import Word, lex
 
 _PYTHON = re.compile(r"python(?:\d+(?:\.\d+)?)?|pypy3?")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_ENV_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
+# `python -m MODULE`: the modules that are model servers (or a server's worker).
+SERVER_MODULES = frozenset(
+    {
+        "sglang.launch_server",
+        "sglang.srt.server",
+        "vllm.entrypoints.openai.api_server",
+        "vllm.entrypoints.api_server",
+        "dynamo.sglang",
+        "dynamo.vllm",
+        "lmdeploy.serve.openai.api_server",
+    }
+)
+_SERVER_SCRIPTS = frozenset({"launch_server.py", "api_server.py"})
 # Programs that are servers themselves: every `--flag` after the program name is a setting.
 _SERVER_PROGRAMS = frozenset(
     {"text-generation-launcher", "trtllm-serve", "llama-server", "tritonserver"}
 )
 # `vllm serve MODEL --flags`, `sglang serve --flags`.
 _SERVE_SUBCOMMANDS = frozenset({"vllm", "sglang"})
+# Images whose entrypoint is a model server (`docker run IMAGE --flags`).
+_SERVER_IMAGES = re.compile(
+    r"vllm|sglang|text-generation-inference|tritonserver|tensorrt-llm|trtllm|llama\.cpp|"
+    r"llama-server|lmdeploy",
+    re.IGNORECASE,
+)
+_MODEL_FLAGS = frozenset({"--model", "--model-path", "--model-id", "--model_path"})
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
+_CONTAINER_PROGRAMS = frozenset({"docker", "podman", "nvidia-docker"})
+
+# `docker run` options that take the next word as their value.
+_DOCKER_VALUE_OPTIONS = frozenset(
+    {"-v", "--volume", "-p", "--publish", "-e", "--env", "--env-file", "--name", "--network",
+     "--net", "--ipc", "--shm-size", "--gpus", "--runtime", "-w", "--workdir", "-u", "--user",
+     "--entrypoint", "--ulimit", "--device", "--mount", "-l", "--label", "--restart", "--cpus",
+     "-m", "--memory", "--memory-swap", "-h", "--hostname", "--add-host", "--cap-add",
+     "--cap-drop", "--security-opt", "--pid", "--platform", "--pull", "--log-driver",
+     "--log-opt", "--tmpfs", "--cpuset-cpus", "--cpuset-mems", "--group-add", "--dns",
+     "--expose", "--stop-signal", "--stop-timeout", "--cgroupns", "--uts", "--userns",
+     "--volumes-from", "--link", "--cidfile", "--device-cgroup-rule", "--health-cmd",
+     "--health-interval", "--health-retries", "--health-timeout", "--ip", "--mac-address",
+     "--storage-opt", "--sysctl", "--annotation", "--attach", "-a", "--cpu-shares", "-c",
+     "--oom-score-adj", "--shm", "--network-alias", "--init-path"}
+)  # fmt: skip
+_SUDO_VALUE_OPTIONS = frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"})
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A server launch: what starts it, the words it is given, and environment it is given."""
+
+    program: str
+    args: tuple[Word, ...]
+    env: tuple[Word, ...] = ()
+
+
+def find_launch(words: Sequence[Word]) -> Launch | None:
+    """The server launch ``words`` make (the command without its prefix assignments), or
+    None when the command launches no model server."""
+    env: list[Word] = []
+    i = _skip_wrappers(words, 0, env)
+    if i >= len(words):
+        return None
+    base = posixpath.basename(words[i].text)
+    nxt = words[i + 1].text if i + 1 < len(words) else ""
+    if _PYTHON.fullmatch(base):
+        return _python_launch(words, i, env)
+    if base in _SERVE_SUBCOMMANDS and nxt == "serve":
+        return Launch(f"{base} serve", tuple(words[i + 2 :]), tuple(env))
+    if base in _SERVER_PROGRAMS:
+        return Launch(base, tuple(words[i + 1 :]), tuple(env))
+    if base in _CONTAINER_PROGRAMS:
+        return _container_launch(words, i + 1, env)
+    return None
+
+
+def _skip_wrappers(words: Sequence[Word], i: int, env: list[Word]) -> int:
+    """Index of the program after ``exec``, ``nohup``, ``sudo -E``, ``env A=1``, ``nice -n
+    5``, ``numactl --membind=0``, ``taskset -c 0-7``, ``uv run`` ...; collects env words."""
+    n = len(words)
+    while i < n:
+        word = words[i].text
+        if word in ("exec", "nohup", "command", "builtin", "time", "stdbuf", "nice"):
+            i += 1
+            if word == "nice" and i < n and words[i].text == "-n":
+                i += 2
+            while word == "stdbuf" and i < n and words[i].text.startswith("-"):
+                i += 1
+            continue
+        if word == "sudo":
+            i += 1
+            while i < n and words[i].text.startswith("-"):
+                i += 2 if words[i].text in _SUDO_VALUE_OPTIONS else 1
+            continue
+        if word == "env":
+            i += 1
+            while i < n and (words[i].text.startswith("-") or _ENV_WORD.match(words[i].text)):
+                if words[i].text in ("-u", "--unset", "-C", "--chdir"):
+                    i += 2
+                    continue
+                if _ENV_WORD.match(words[i].text):
+                    env.append(words[i])
+                i += 1
+            continue
+        if word in ("numactl", "taskset"):
+            i += 1
+            while i < n and words[i].text.startswith("-"):
+                glued = "=" in words[i].text or len(words[i].text) > 2 and word == "taskset"
+                i += 1 if glued or words[i].text in ("-a", "--all") else 2
+            if word == "taskset" and i < n and not words[i].text.startswith("-"):
+                i += 1  # the CPU mask
+            continue
+        if word in ("uv", "poetry", "pipenv") and i + 1 < n and words[i + 1].text == "run":
+            i += 2
+            continue
+        if word == "conda" and i + 1 < n and words[i + 1].text == "run":
+            i += 2
+            while i < n and words[i].text.startswith("-"):
+                i += 2 if words[i].text in ("-n", "--name", "-p", "--prefix") else 1
+            continue
+        return i
+    return i
+
+
+def _python_launch(words: Sequence[Word], i: int, env: list[Word]) -> Launch | None:
+    j = i + 1
+    # Interpreter options (`-u`, `-O`, `-X dev`) come before `-m`.
+    while j < len(words) and words[j].text.startswith("-") and words[j].text != "-m":
+        j += 2 if words[j].text in ("-X", "-W") else 1
+    if j >= len(words):
+        return None
+    if words[j].text == "-m" and j + 1 < len(words):
+        module = words[j + 1].text
+        if module in SERVER_MODULES or module.rsplit(".", 1)[-1] == "launch_server":
+            return Launch(module, tuple(words[j + 2 :]), tuple(env))
+        return None
+    script = posixpath.basename(words[j].text)
+    if script in _SERVER_SCRIPTS:
+        return Launch(script, tuple(words[j + 1 :]), tuple(env))
+    return None
+
+
+def _container_launch(words: Sequence[Word], i: int, env: list[Word]) -> Launch | None:
+    n = len(words)
+    if i < n and words[i].text == "container":
+        i += 1
+    if i >= n or words[i].text != "run":
+        return None
+    i += 1
+    while i < n and words[i].text.startswith("-"):
+        option = words[i].text
+        name, eq, value = option.partition("=")
+        if name in ("-e", "--env") and (eq or i + 1 < n):
+            setting = value if eq else words[i + 1].text
+            if _ENV_WORD.match(setting) and not (words[i + 1].placeholder if not eq else False):
+                env.append(Word(setting, words[i].line if eq else words[i + 1].line))
+        i += 1 if eq or name not in _DOCKER_VALUE_OPTIONS else 2
+    if i >= n:
+        return None
+    image = words[i]
+    rest = list(words[i + 1 :])
+    if rest and not rest[0].text.startswith("-") and not rest[0].placeholder:
+        if posixpath.basename(rest[0].text) in _SHELLS and len(rest) >= 3 and rest[1].text == "-c":
+            rest = lex(rest[2].text, rest[2].line, lambda _name: None)
+        inner = find_launch(rest)
+        if inner is None:
+            return None
+        return Launch(inner.program, inner.args, (*env, *inner.env))
+    flags = {w.text.split("=", 1)[0] for w in rest}
+    if _SERVER_IMAGES.search(image.text) or flags & _MODEL_FLAGS:
+        return Launch(image.text, tuple(rest), tuple(env))
+    return None
 
 
 def launch_flags(words: Sequence[str]) -> list[tuple[str, str]] | None:
@@ -29,72 +208,36 @@ def launch_flags(words: Sequence[str]) -> list[tuple[str, str]] | None:
     ``words`` are already split (e.g. a Kubernetes ``command`` + ``args`` list). A flag without
     a value gets ``"true"``; several values after one flag are joined with spaces.
     """
-    tagged = [(w, 0) for w in words]
-    found = server_args(tagged)
+    found = find_launch([Word(w, 0) for w in words])
     if found is None:
         return None
-    return [(key, value) for key, value, _ in flag_values(found)]
-
-
-def server_args(words: Sequence[tuple[str, int]]) -> list[tuple[str, int]] | None:
-    """The words after the server program in a command, or None if it launches no server."""
-    for i, (word, _) in enumerate(words):
-        base = posixpath.basename(word)
-        if _PYTHON.fullmatch(base):
-            return _python_server_args(words, i)
-        nxt = words[i + 1][0] if i + 1 < len(words) else ""
-        if base in _SERVE_SUBCOMMANDS and nxt == "serve":
-            return _skip_positionals(list(words[i + 2 :]))
-        if base in _SERVER_PROGRAMS:
-            return _skip_positionals(list(words[i + 1 :]))
-    return None
-
-
-def _python_server_args(words: Sequence[tuple[str, int]], i: int) -> list[tuple[str, int]] | None:
-    j = i + 1
-    # Interpreter options (`-u`, `-O`, `-X dev`) come before `-m`.
-    while j < len(words) and words[j][0].startswith("-") and words[j][0] != "-m":
-        j += 2 if words[j][0] in ("-X", "-W") else 1
-    if j >= len(words):
-        return None
-    if words[j][0] == "-m" and j + 1 < len(words):
-        module = words[j + 1][0]
-        if module.split(".")[0] in ("sglang", "vllm") or "launch_server" in module:
-            return list(words[j + 2 :])
-        return None
-    if posixpath.basename(words[j][0]) in ("launch_server.py", "api_server.py"):
-        return list(words[j + 1 :])
-    return None
-
-
-def _skip_positionals(words: list[tuple[str, int]]) -> list[tuple[str, int]]:
-    # `vllm serve MODEL --flags`: the model is positional; settings start at the first flag.
-    for k, (word, _) in enumerate(words):
-        if word.startswith("-"):
-            return words[k:]
-    return []
+    return [(key, value) for key, value, _ in flag_values(found.args)]
 
 
 def _is_flag(word: str) -> bool:
     return word.startswith("-") and len(word) > 1 and not _NUMBER.fullmatch(word)
 
 
-def flag_values(words: Sequence[tuple[str, int]]) -> list[tuple[str, str, int]]:
-    """``--flag value``, ``--flag=value`` and bare ``--flag`` (value "true"), in order."""
+def flag_values(words: Sequence[Word]) -> list[tuple[str, str, int]]:
+    """``--flag value``, ``--flag=value`` and bare ``--flag`` (value "true"), in order.
+
+    Words before the first flag are positional (``vllm serve MODEL``) and skipped; a
+    ``<placeholder>`` value stays as written (the doc leaves it to the reader).
+    """
     out: list[tuple[str, str, int]] = []
     k = 0
     while k < len(words):
-        word, line = words[k]
+        word, line = words[k].text, words[k].line
         k += 1
         if not _is_flag(word):
-            continue  # a stray positional argument
+            continue  # a positional argument
         if word.startswith("--") and "=" in word:
             key, value = word.split("=", 1)
             out.append((key, value, line))
             continue
         values: list[str] = []
-        while k < len(words) and not _is_flag(words[k][0]):
-            values.append(words[k][0])
+        while k < len(words) and not _is_flag(words[k].text):
+            values.append(words[k].text)
             k += 1
         out.append((word, " ".join(values) if values else "true", line))
     return out

@@ -17,15 +17,17 @@ from markdown_it.token import Token
 
 from evidence.vocabulary import Scope
 
-from .shell import scan_shell
+from .shell import ShellReader
 from .shell_commands import strip_console_prompts
 from .types import ParseError, Setting
 
 # Fence info strings read as shell. A broken snippet in a block that claims to be shell is an
-# error; `text` and unlabelled blocks are often logs or prose, so a block that does not split
-# as shell is skipped with a warning instead.
+# error; unlabelled blocks are often logs or prose, so one that does not split as shell is
+# skipped with a warning instead. `text` blocks are what a reader sees, not what they run (the
+# log lines a server must print, "replace this flag with that"): never settings.
 _STRICT_SHELL = frozenset({"bash", "sh", "shell", "zsh", "console", "shell-session"})
-_LENIENT_SHELL = frozenset({"", "text", "txt", "plaintext", "env", "dotenv"})
+_LENIENT_SHELL = frozenset({"", "env", "dotenv"})
+_ENV_BLOCKS = frozenset({"env", "dotenv"})  # KEY=VALUE lines of an environment: exported
 _CONSOLE = frozenset({"console", "shell-session"})
 
 _KEY_HEADERS = (
@@ -81,14 +83,19 @@ def markdown_settings(text: str, *, path: str) -> list[Setting]:
 
 
 def document_settings(tokens: Sequence[Token], path: str) -> tuple[list[Setting], list[str]]:
-    """The settings of a tokenised document, and warnings for the blocks skipped."""
-    settings: list[Setting] = []
+    """The settings of a tokenised document, and warnings (blocks skipped, variables that reach
+    no launch). Shell blocks are read in order as one shell session (:mod:`.shell`): one
+    profile per server launch; table rows are the document's own (profile "")."""
+    tables: list[Setting] = []
     warnings: list[str] = []
-    env: dict[str, str] = {}
+    reader = ShellReader(where=path)
+    heading = ""
     i = 0
     while i < len(tokens):
         token = tokens[i]
-        if token.type == "fence":
+        if token.type == "heading_open" and i + 1 < len(tokens):
+            heading = plain_text(tokens[i + 1]).strip()
+        elif token.type == "fence":
             lang = _fence_language(token.info)
             if lang in _STRICT_SHELL or lang in _LENIENT_SHELL:
                 content = (
@@ -96,19 +103,28 @@ def document_settings(tokens: Sequence[Token], path: str) -> tuple[list[Setting]
                 )
                 first_line = (token.map[0] + 2) if token.map else 1
                 try:
-                    found, env = scan_shell(content, where=path, first_line=first_line, env=env)
+                    reader.feed(
+                        content,
+                        first_line=first_line,
+                        heading=heading,
+                        exported=lang in _ENV_BLOCKS,
+                    )
                 except ParseError as exc:
                     if lang in _STRICT_SHELL:
                         raise
                     warnings.append(f"skipped the {lang or 'unlabelled'} block: {exc}")
-                else:
-                    settings.extend(found)
         elif token.type == "table_open":
             end = _closing(tokens, i, "table_close")
-            settings.extend(_table_settings(tokens[i:end], path))
+            tables.extend(_table_settings(tokens[i:end], path))
             i = end
         i += 1
-    return settings, warnings
+    settings, notes = reader.result()
+    return sorted(settings + tables, key=lambda s: (s.profile != "", _line(s))), warnings + notes
+
+
+def _line(setting: Setting) -> int:
+    tail = setting.where.rsplit(":", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
 
 
 def _fence_language(info: str) -> str:

@@ -68,13 +68,22 @@ def prompted(line: str) -> str | None:
 
 
 def split_commands(text: str, *, where: str, first_line: int) -> list[Command]:
-    """Cut the snippet into simple commands, keeping each piece's physical line number."""
+    """Cut the snippet into simple commands, keeping each piece's physical line number.
+
+    What a shell reads as one word stays whole across separators and newlines: quotes, command
+    and arithmetic substitutions (``$(...)``, ``$((...))``, backticks), ``${...}`` and array
+    assignments (``args=(`` ... ``)`` over several lines, with comments inside). A piece that
+    spans lines keeps its first line; the words in it count their own lines from there.
+    """
     commands: list[Command] = []
     current = Command()
     buf: list[str] = []
     seg_line = first_line
     quote = ""
     quote_line = first_line
+    # Open nesting, innermost last: "$(" (also for `$((`), "(" (an array or a nested
+    # parenthesis), "${", "`".
+    nest: list[str] = []
     heredocs: list[tuple[str, bool]] = []
     skipping: tuple[str, bool] | None = None
 
@@ -98,7 +107,7 @@ def split_commands(text: str, *, where: str, first_line: int) -> list[Command]:
             if (line.lstrip("\t") if strip_tabs else line) == delimiter:
                 skipping = heredocs.pop(0) if heredocs else None
             continue
-        if not quote and not buf and not current.segments:
+        if not quote and not nest and not buf and not current.segments:
             prompt = prompted(line)
             if prompt is not None:
                 line = prompt
@@ -120,6 +129,12 @@ def split_commands(text: str, *, where: str, first_line: int) -> list[Command]:
                     buf.append(line[j : j + 2])
                     j += 2
                     continue
+                if c == "$" and line.startswith("$(", j):
+                    nest += ['"', "$("]  # a substitution inside double quotes
+                    quote = ""
+                    buf.append("$(")
+                    j += 2
+                    continue
                 buf.append(c)
                 if c == '"':
                     quote = ""
@@ -138,8 +153,48 @@ def split_commands(text: str, *, where: str, first_line: int) -> list[Command]:
                 buf.append(c)
                 j += 1
                 continue
+            if c == "`":
+                if nest and nest[-1] == "`":
+                    nest.pop()
+                else:
+                    nest.append("`")
+                buf.append(c)
+                j += 1
+                continue
+            if c == "$" and line.startswith("$(", j):
+                nest.append("$(")
+                buf.append("$(")
+                j += 2
+                continue
+            if c == "$" and line.startswith("${", j):
+                nest.append("${")
+                buf.append("${")
+                j += 2
+                continue
+            if c == "(" and (nest or _opens_array(buf)):
+                nest.append("(")
+                buf.append(c)
+                j += 1
+                continue
+            if c == ")" and nest and nest[-1] in ("$(", "("):
+                opener = nest.pop()
+                buf.append(c)
+                j += 1
+                if opener == "$(" and nest and nest[-1] == '"':
+                    nest.pop()
+                    quote = '"'
+                continue
+            if c == "}" and nest and nest[-1] == "${":
+                nest.pop()
+                buf.append(c)
+                j += 1
+                continue
             if c == "#" and (j == 0 or line[j - 1] in " \t;&|("):
                 break
+            if nest and nest[-1] != '"':
+                buf.append(c)  # separators inside a substitution or an array are its text
+                j += 1
+                continue
             if line.startswith("<<", j) and not line.startswith("<<<", j):
                 j = _read_heredoc(line, j, buf, heredocs)
                 continue
@@ -157,13 +212,13 @@ def split_commands(text: str, *, where: str, first_line: int) -> list[Command]:
                 continue
             buf.append(c)
             j += 1
-        if quote:
+        if quote or nest:
             buf.append("\n")
         elif continuation:
             flush_segment()
         else:
             end_command("\n")
-        if not quote and heredocs and skipping is None:
+        if not quote and not nest and heredocs and skipping is None:
             skipping = heredocs.pop(0)
     if quote:
         kind = "single" if quote == "'" else "double"
@@ -172,8 +227,16 @@ def split_commands(text: str, *, where: str, first_line: int) -> list[Command]:
             quote_line,
             f"unterminated {kind}-quoted string: expected a closing {quote} before the end",
         )
-    end_command("\n")
+    end_command("\n")  # an unclosed `$(` or array runs to the end, as a shell would wait
     return commands
+
+
+def _opens_array(buf: list[str]) -> bool:
+    """Whether the text before a ``(`` is ``NAME=`` or ``NAME+=``: an array assignment."""
+    tail = "".join(buf[-80:]).rstrip()
+    word = tail.split()[-1] if tail.split() else ""
+    name = word[:-2] if word.endswith("+=") else word[:-1] if word.endswith("=") else ""
+    return bool(name) and (name[0].isalpha() or name[0] == "_") and name.replace("_", "a").isalnum()
 
 
 def _read_heredoc(line: str, j: int, buf: list[str], heredocs: list[tuple[str, bool]]) -> int:

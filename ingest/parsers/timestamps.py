@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from typing import Literal
 
 from .types import ParseContext, ParseError
@@ -149,6 +150,37 @@ def parse_iso(text: str, tz: dt.tzinfo) -> dt.datetime:
             f"expected an ISO 8601 time such as 2026-11-20T08:00:00-08:00, got {text!r}"
         ) from None
     return in_zone(when, tz)
+
+
+# A zone offset recorded malformed (git keeps ``+051800`` as it was written) is printed with
+# more hour digits than a zone has: ``+518:00`` (iso-strict), ``+51800`` (iso, default layout).
+_OVERLONG_OFFSET = re.compile(
+    r"^(?P<clock>.*\d)\s?(?P<sign>[+-])(?P<hours>\d{3,}):?(?P<minutes>\d{2})$"
+)
+_CLOCK_LAYOUTS = ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%a %b %d %H:%M:%S %Y")
+
+
+def parse_overlong_offset(text: str) -> dt.datetime:
+    """A time whose offset has three or more hour digits, as aware UTC.
+
+    The wall time was computed with the offset's last two digits as minutes and the rest as
+    hours (that is what git does), so undoing the same arithmetic gives the true moment. Raises
+    :class:`TimeError` for any other text.
+    """
+    m = _OVERLONG_OFFSET.match(text.strip())
+    if m is not None:
+        for layout in _CLOCK_LAYOUTS:
+            try:
+                clock = dt.datetime.strptime(m.group("clock").strip(), layout).replace(tzinfo=UTC)
+            except ValueError:
+                continue
+            sign = -1 if m.group("sign") == "-" else 1
+            try:
+                offset = dt.timedelta(hours=int(m.group("hours")), minutes=int(m.group("minutes")))
+                return clock - sign * offset
+            except OverflowError:
+                break
+    raise TimeError(f"expected a time followed by an over-long zone offset, got {text!r}")
 
 
 def from_epoch(value: int | float, unit: EpochUnit) -> dt.datetime:

@@ -81,6 +81,9 @@ class Setting:
     scope: Scope
     where: str  # e.g. "DSV4_DEPLOY.md:42" or "deploy/launch.sh:7"
     condition: str = ""  # e.g. "if [ $GPU = b200 ]": kept, not flattened
+    # The server launch it belongs to when a document holds several (prefill and decode
+    # servers, alternative launches): "" for the only launch and for what all launches share.
+    profile: str = ""
 
 
 @dataclass(frozen=True)

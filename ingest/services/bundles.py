@@ -1,8 +1,9 @@
 """A file, a bundle directory or an archive registered as artifacts; incident.toml read.
 
 A bundle is a directory (see FORMATS.md): every file in it is one artifact, every git
-repository in it is one artifact, and ``incident.toml`` at its top names the title, the
-timezone of naive timestamps and the operator's marks.
+repository in it is one artifact (its history, not the files of its work tree: a directory that
+is itself a repository registers that one artifact), and ``incident.toml`` at its top names the
+title, the timezone of naive timestamps and the operator's marks.
 """
 
 from __future__ import annotations
@@ -173,7 +174,9 @@ def path_register(
         return outcome
     try:
         repos = _repositories(path)
-        files = list(_walk_files(path))
+        # A repository given as the path is its history: the files of its work tree are what
+        # the commits recorded (and mostly not evidence at all: sources, tests, lock files).
+        files = [] if repos == [path] else list(_walk_files(path))
     except git_client.UnsafeRepositoryError as exc:  # it reaches another repository: refused
         raise IngestError(str(exc)) from None
     for repo in repos:

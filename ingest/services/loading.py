@@ -14,11 +14,13 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from evidence.vocabulary import EventKind, Scope, Source
 from ingest import loaders, sniff, streaming
 from ingest.clients import git as git_client
 from ingest.parsers import gitlog
+from ingest.parsers.configfiles import diff_settings
 from ingest.parsers.series import mark_origins
-from ingest.parsers.types import ParseContext, ParseError, ParseResult
+from ingest.parsers.types import ParseContext, ParseError, ParseResult, Setting
 from ingest.services import storage
 from ingest.services.artifacts import (
     artifact_claim,
@@ -27,7 +29,7 @@ from ingest.services.artifacts import (
     artifact_progress,
 )
 from timeline.choices import RunStatus
-from timeline.models import Artifact
+from timeline.models import Artifact, Event, Incident
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +49,10 @@ def parse_artifact(artifact: Artifact) -> ParseResult:
     """Run the artifact's pure parser (or the git reader for a repository)."""
     ctx = _context(artifact)
     if artifact.kind == sniff.GIT_REPO:
-        commits = git_client.read_repository(Path(artifact.path))
-        return gitlog.commits_to_result(commits, repo=artifact.name, ctx=ctx)
+        history = git_client.read_history(Path(artifact.path))
+        result = gitlog.commits_to_result(history.commits, repo=artifact.name, ctx=ctx)
+        result.warnings[:0] = history.warnings
+        return result
     data = storage.stored_path(artifact).read_bytes()
     fmt = sniff.BY_KIND.get(artifact.kind)
     if fmt is None:
@@ -76,6 +80,10 @@ def result_load(*, artifact: Artifact, result: ParseResult) -> dict[str, Any]:
         samples=samples,
     )
     warnings += result.warnings
+    for path in sorted({e.attrs["path"] for e in result.events if e.attrs.get("state")}):
+        added, notes = doc_states_chain(incident=incident, path=path)
+        changes += added
+        warnings += notes
     return {
         "events": len(events.ids),
         "config_changes": changes,
@@ -83,6 +91,65 @@ def result_load(*, artifact: Artifact, result: ParseResult) -> dict[str, Any]:
         "series": len(result.samples),
         **loaders.warning_counts(warnings),
     }
+
+
+def doc_states_chain(*, incident: Incident, path: str) -> tuple[int, list[str]]:
+    """Revisions of a lone doc given times (``attrs.state``) are one history: each revision
+    after the first asserts only what changed since the one before it in time, whatever order
+    they were ingested in. The first asserts its whole configuration (the parser's changes).
+
+    Run in the loading transaction after a revision of ``path`` is stored. Changes a revision
+    no longer makes are deleted, unless an operator cited one as evidence (then it stays, and
+    a warning says so). Returns the changes added and the warnings.
+    """
+    revisions = list(
+        Event.objects.filter(
+            incident=incident, kind=EventKind.DOC_REVISION, attrs__path=path, attrs__state=True
+        ).order_by("at", "id")
+    )
+    added = 0
+    notes: list[str] = []
+    for previous, current in zip(revisions, revisions[1:], strict=False):
+        wanted = diff_settings(
+            _revision_settings(previous),
+            _revision_settings(current),
+            at=current.at,
+            source=Source.DOC,
+            ref=current.key,
+        )
+        keep = {
+            loaders.fingerprint(EventKind.CONFIG_CHANGE, loaders.config_change_event(c).key)
+            for c in wanted
+        }
+        stale = Event.objects.filter(
+            incident=incident,
+            kind=EventKind.CONFIG_CHANGE,
+            config_change__source=Source.DOC,
+            config_change__ref=current.key[:300],
+        ).exclude(fingerprint__in=keep)
+        cited = stale.filter(evidence__isnull=False).distinct()
+        for event in cited:
+            notes.append(
+                f"{path}: the change '{event.title}' is cited as evidence, so it stays although "
+                f"the revision of {event.at.isoformat()} is now read against an earlier one"
+            )
+        stale.exclude(pk__in=cited.values("pk")).delete()
+        added += loaders.load_config_changes(incident, current.artifact, wanted)
+    return added, notes
+
+
+def _revision_settings(event: Event) -> list[Setting]:
+    return [
+        Setting(
+            key=s["key"],
+            value=s.get("value"),
+            scope=Scope(s["scope"]),
+            where=s.get("where", ""),
+            condition=s.get("condition", ""),
+            profile=s.get("profile", ""),
+        )
+        for s in event.attrs.get("settings", [])
+    ]
 
 
 def artifact_ingest(*, artifact_id: int) -> Artifact:

@@ -8,7 +8,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from ingest.parsers.configfiles import diff_settings, extract_settings, is_config_path
+from ingest.parsers.configfiles import (
+    diff_settings,
+    extract_settings,
+    generated_data,
+    is_config_path,
+)
 from ingest.parsers.types import UTC, ConfigChangeRecord, ParseError, Setting
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "docs"
@@ -54,6 +59,43 @@ def test_other_paths_are_not_config(path: str) -> None:
     assert not is_config_path(path)
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "pnpm-lock.yaml",
+        "web/pnpm-lock.yaml",
+        "npm-shrinkwrap.json",
+        "poetry.lock",
+        "yarn.lock",
+        "Cargo.lock",
+        "Pipfile.lock",
+        "composer.lock",
+        "flake.lock",
+        "packages.lock.json",
+        "static/app.min.json",
+        "static/icons/selection.json",
+        "web/node_modules/left-pad/package.json",
+    ],
+)
+def test_lock_files_and_generated_data_are_not_config(path: str) -> None:
+    """On real repositories these made 30-60% of the "config changes" (issue 14)."""
+    assert not is_config_path(path)
+
+
+def test_huge_minified_and_icon_font_json_are_generated_data() -> None:
+    assert generated_data("config/router.json", '{"router": {"policy": "cache_aware"}}') == ""
+    assert generated_data("deploy/app.yaml", "a: 1\n") == ""
+    huge = "{" + ",\n".join(f'"k{i}": {i}' for i in range(30_000)) + "}"
+    assert generated_data("data/table.json", huge).endswith("the 262,144 of a hand-written file")
+    minified = "{" + ",".join(f'"k{i}":{i}' for i in range(2_000)) + "}"
+    assert generated_data("web/manifest.json", minified) == "minified JSON"
+    icomoon = '{"IcoMoonType": "selection", "icons": [{"icon": {"paths": ["M0 0"]}}]}'
+    fontello = '{"name": "", "css_prefix_text": "icon-", "glyphs": [{"code": 59392}]}'
+    assert generated_data("fonts/icons.json", icomoon) == "an icon font's glyph table"
+    assert generated_data("fontello/config.json", fontello) == "an icon font's glyph table"
+    assert generated_data("launch.sh", minified) == ""  # only structured data files
+
+
 def test_unknown_file_yields_no_settings() -> None:
     assert extract_settings("src/main.go", "package main\n") == []
 
@@ -63,8 +105,9 @@ def test_unknown_file_yields_no_settings() -> None:
 
 def test_launch_script_settings() -> None:
     case = 'case "$GPU" in'
+    # Issue 14: MODEL_PATH (line 5) is not exported, so the server does not see it; its value
+    # is in --model-path.
     assert read("launch.sh") == [
-        s("MODEL_PATH", "deepseek-ai/DeepSeek-V4", "env", "launch.sh:5"),
         s("SGLANG_SM120_MMA_TARGET_CTAS", "512", "env", "launch.sh:6"),
         s("NCCL_SOCKET_IFNAME", "eth0", "env", "launch.sh:7"),
         s("SGLANG_ENABLE_PDL", "1", "env", "launch.sh:10", f"{case} b200)"),

@@ -73,7 +73,8 @@ def test_deploy_doc_yields_exactly_its_shell_and_table_settings() -> None:
         flag("--enable-metrics", "true", 43),
         flag("--host", "0.0.0.0", 44),
         flag("--port", "30000", 44),
-        env("METRICS_PORT", "9400", 50),
+        # Issue 14: `export METRICS_PORT=9400` (line 50) comes after the only launch, in a
+        # console block that checks the server: it reaches no server, so it is no setting.
         env("SGLANG_SM120_MMA_TARGET_CTAS", "512", 73),
         flag("--mem-fraction-static", "0.88", 74),
         Setting("served model name", "dsv4", "table", f"{DOC}:75"),
@@ -143,7 +144,7 @@ def test_code_blocks_in_other_languages_are_ignored() -> None:
 # --- shell blocks in Markdown --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("info", ["bash", "sh", "shell", "console", "text", ""])
+@pytest.mark.parametrize("info", ["bash", "sh", "shell", "console", "env", ""])
 def test_every_shell_like_fence_is_read(info: str) -> None:
     body = "$ export A=1" if info == "console" else "export A=1"
     assert md(f"```{info}\n{body}\n```\n") == [Setting("A", "1", "env", "t.md:2")]
@@ -241,7 +242,7 @@ def test_shell_snippet_reads_assignments_prefixes_quotes_and_launch_flags() -> N
     assert shell_settings(text, where="s.sh", first_line=10) == [
         Setting("A", "1", "env", "s.sh:10"),
         Setting("B", "two words", "env", "s.sh:10"),
-        Setting("C", "x y", "env", "s.sh:11"),
+        # Issue 14: C is not exported, so the server launched below does not see it.
         Setting("CUDA_VISIBLE_DEVICES", "0,1", "env", "s.sh:12"),
         Setting("--model-path", "/m", "flag", "s.sh:13"),
         Setting("--tp", "8", "flag", "s.sh:13"),
@@ -279,17 +280,22 @@ def test_caller_env_resolves_references_and_is_not_modified() -> None:
 
 
 def test_prefix_assignment_holds_only_for_its_command() -> None:
+    # Issue 14: `A=1 cmd` sets A for that command only; for any command but a server launch it
+    # is no setting at all (test commands: `CUDA_VISIBLE_DEVICES=0 python3 -m pytest`).
     text = "A=1 true\necho\nB=${A}\n"
-    assert pairs(shell_settings(text, where="s.sh")) == [("A", "1"), ("B", "${A}")]
+    assert pairs(shell_settings(text, where="s.sh")) == [("B", "${A}")]
 
 
-def test_branch_assignment_does_not_leak_past_fi() -> None:
+def test_branch_assignment_resolves_after_fi_under_each_condition() -> None:
+    # Issue 14: after `fi`, M holds a or b depending on the branch; N built from it resolves
+    # to both, each under its condition (it stayed the literal "$M" before).
     text = 'if [ -n "$X" ]; then\n  M=a\nelse\n  M=b\nfi\nN=$M\n'
     settings = shell_settings(text, where="s.sh")
-    assert settings[-1] == Setting("N", "$M", "env", "s.sh:6")
-    assert [s.condition for s in settings[:2]] == [
-        'if [ -n "$X" ]',
-        'else of if [ -n "$X" ]',
+    assert [(s.key, s.value, s.condition) for s in settings] == [
+        ("M", "a", 'if [ -n "$X" ]'),
+        ("M", "b", 'else of if [ -n "$X" ]'),
+        ("N", "a", 'if [ -n "$X" ]'),
+        ("N", "b", 'else of if [ -n "$X" ]'),
     ]
 
 
@@ -429,21 +435,26 @@ def test_lone_doc_is_one_revision_at_its_latest_changelog_time() -> None:
         "scope": "env",
         "where": f"{DOC}:18",
         "condition": "",
+        "profile": "",
     }
-    assert len(event.attrs["settings"]) == 19
+    assert len(event.attrs["settings"]) == 18  # METRICS_PORT reaches no launch (issue 14)
     json.dumps(event.attrs)  # attrs must be JSON-serialisable
-    assert "19 settings" in event.body
+    assert "18 settings" in event.body
     assert [c.key for c in result.config_changes][-1] == "SGLANG_SM120_MMA_TARGET_CTAS"
     assert all(c.ref == key for c in result.config_changes)
-    assert result.warnings == []
+    assert result.warnings == [
+        "1 variable(s) exported after the last server launch reach no launch and are not read "
+        "as settings: METRICS_PORT"
+    ]
 
 
-def test_lone_doc_warns_about_a_text_block_it_could_not_read() -> None:
-    data = b"# Doc\n\n```text\nit's ready\n```\n\n```bash\nexport A=1\n```\n"
+def test_lone_doc_warns_about_an_unlabelled_block_it_could_not_read() -> None:
+    # (A `text` block is never read as shell since issue 14; unlabelled ones still are.)
+    data = b"# Doc\n\n```\nit's ready\n```\n\n```bash\nexport A=1\n```\n"
     ctx = ParseContext(name="d.md", default_time=dt.datetime(2026, 11, 20, tzinfo=UTC))
     result = parse_markdown_doc(data, ctx)
     assert result.warnings == [
-        "skipped the text block: d.md:4: unterminated single-quoted string: "
+        "skipped the unlabelled block: d.md:4: unterminated single-quoted string: "
         "expected a closing ' before the end"
     ]
     assert result.events[0].attrs["settings"][0]["key"] == "A"
@@ -452,8 +463,14 @@ def test_lone_doc_warns_about_a_text_block_it_could_not_read() -> None:
 def test_lone_doc_uses_the_given_time_when_there_is_one() -> None:
     ctx = ParseContext(name="d.md", tz=PST, default_time=dt.datetime(2026, 11, 20, 7, 30))
     result = parse_markdown_doc(b"# Doc\n\n```bash\nexport A=1\n```\n", ctx)
-    assert result.events[0].at == dt.datetime(2026, 11, 20, 15, 30, tzinfo=UTC)
-    assert result.config_changes == []
+    at = dt.datetime(2026, 11, 20, 15, 30, tzinfo=UTC)
+    assert result.events[0].at == at
+    # Issue 14: a lone doc given a time is the configuration in force then (it used to give
+    # no change at all, so nothing could be diffed against it).
+    assert result.events[0].attrs["state"] is True
+    assert [(c.key, c.old, c.new, c.at, c.source) for c in result.config_changes] == [
+        ("A", None, "1", at, "doc")
+    ]
 
 
 def test_lone_doc_without_any_time_is_an_error() -> None:
@@ -484,6 +501,11 @@ _PIECES = st.sampled_from(
     + ["export ", "```bash\n", "```\n", "if ", "; then\n", "fi\n", "else\n", "case ", "esac"]
     + ["- 2026-11-20 ", "## Changelog\n", "--tp ", "python3 -m sglang.launch_server ", "<<EOF\n"]
     + ["EOF\n", "| Variable | Value |\n|---|---|\n", "2026-13-45 ", "X_Y=1 ", "-> ", "remove "]
+    # what the shell reader follows since issue 14
+    + ["$((", "$(", "${", ",,}", ":-", ":?", "+=", "args=(", "args+=(", '"${args[@]}"', "local "]
+    + ["f() {", "}\n", "docker run ", "-e ", "vllm/vllm-openai ", "<port>", "[ ", " ] && "]
+    + ["[[ ", " == ", "while ", "do\n", "done\n", "#!/bin/bash\n", "sglang serve ", "env "]
+    + ["```text\n", "```env\n", "echo ", "2>&1 ", "--disaggregation-mode "]
 )
 
 

@@ -333,3 +333,20 @@ def test_newest_first_input_is_reordered_oldest_first() -> None:
     older, newer = _info(A, {}, minute=0), _info(B, {}, minute=30)
     result = commits_to_result([newer, older], repo="r", ctx=_ctx())
     assert [e.key for e in result.events] == [A, B]
+
+
+@pytest.mark.parametrize(
+    "shown",
+    ["2010-01-22T14:00:00+518:00", "2010-01-22 14:00:00 +51800", "Fri Jan 22 14:00:00 2010 +51800"],
+)
+def test_a_malformed_zone_offset_is_read_as_git_printed_it_with_a_warning(shown: str) -> None:
+    """A commit recorded with `+051800` (real histories hold such dates): git printed the wall
+    time with 518 hours of offset, so the moment is recovered, and the log still ingests."""
+    data = _commit(A, "odd clock", date=shown) + "\n" + _commit(B, "fine")
+    result = parse_git_log(data.encode(), _ctx())
+    assert [e.at for e in result.events] == [
+        dt.datetime(2010, 1, 1, tzinfo=UTC),
+        dt.datetime(2026, 11, 20, 21, 12, tzinfo=UTC),
+    ]
+    assert len(result.warnings) == 1
+    assert result.warnings[0].startswith(f"{_ctx().name}:3: the date {shown!r} has a malformed")

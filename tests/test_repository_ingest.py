@@ -1,0 +1,109 @@
+"""A repository given to ``ingest`` is its history (issue #14 B), at real-world shapes."""
+
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+
+from django.core.management import call_command
+
+from evidence.vocabulary import EventKind
+from ingest.sniff import GIT_REPO
+from tests.test_git_client import Repo, _commit_with_raw_dates
+from timeline.choices import RunStatus
+from timeline.models import Artifact, ConfigChange, Event
+
+
+def _project(root: Path) -> Repo:
+    """A small project: sources, tests, a lock file and a launch script, in two commits."""
+    repo = Repo(root)
+    repo.write("README.md", "# Project\n\nNothing to deploy here.\n")
+    repo.write("src/app.py", "print('hello')\n")
+    repo.write("tests/test_app.py", "def test_it():\n    pass\n")
+    repo.write(".gitignore", "*.pyc\n")
+    repo.write("package-lock.json", '{"lockfileVersion": 3, "packages": {"": {"name": "x"}}}\n')
+    repo.write("launch.sh", "export SGLANG_SM120_MMA_TARGET_CTAS=256\n")
+    repo.commit("first", "2026-11-20T07:30:00-08:00")
+    repo.write("launch.sh", "export SGLANG_SM120_MMA_TARGET_CTAS=512\n")
+    repo.write("package-lock.json", '{"lockfileVersion": 3, "packages": {"": {"name": "y"}}}\n')
+    repo.commit("CTAS 512", "2026-11-20T13:12:00-08:00")
+    return repo
+
+
+def test_a_repository_path_ingests_its_history_only(db, tmp_path):
+    """Before: every file of the work tree was registered too, and `ingest` exited 1 with
+    "N of N+1 files failed"."""
+    repo = _project(tmp_path / "project")
+    out = StringIO()
+    call_command("ingest", str(repo.root), incident="repo", stdout=out, stderr=StringIO())
+    artifacts = list(Artifact.objects.filter(incident__slug="repo"))
+    assert [(a.kind, a.status) for a in artifacts] == [(GIT_REPO, RunStatus.DONE)]
+    assert "1 files, 1 new" in out.getvalue()
+    assert Event.objects.filter(kind=EventKind.COMMIT).count() == 2
+    changes = ConfigChange.objects.order_by("event__at")
+    assert [(c.key, c.old_value, c.new_value) for c in changes] == [
+        ("SGLANG_SM120_MMA_TARGET_CTAS", None, "256"),
+        ("SGLANG_SM120_MMA_TARGET_CTAS", "256", "512"),
+    ]  # the lock file is not configuration
+
+
+def test_a_repository_inside_a_bundle_is_still_one_artifact_beside_the_files(db, tmp_path):
+    _project(tmp_path / "bundle" / "repo")
+    (tmp_path / "bundle" / "notes").mkdir()
+    (tmp_path / "bundle" / "notes" / "DSV4.md").write_text("# DSV4\n\n```bash\nexport A=1\n```\n")
+    call_command(
+        "ingest",
+        str(tmp_path / "bundle"),
+        incident="bundle",
+        at="2026-11-20T12:00:00-08:00",
+        stdout=StringIO(),
+        stderr=StringIO(),
+    )
+    names = sorted(Artifact.objects.values_list("name", "status"))
+    assert names == [("notes/DSV4.md", RunStatus.DONE), ("repo", RunStatus.DONE)]
+
+
+def test_a_repository_with_a_malformed_commit_date_ingests_with_a_warning(db, tmp_path):
+    repo = _project(tmp_path / "project")
+    odd = _commit_with_raw_dates(repo, "odd zone", "1262304000 +051800", "1262304000 +051800")
+    call_command("ingest", str(repo.root), incident="odd", stdout=StringIO(), stderr=StringIO())
+    artifact = Artifact.objects.get(incident__slug="odd")
+    assert artifact.status == RunStatus.DONE
+    assert Event.objects.filter(kind=EventKind.COMMIT).count() == 3
+    warnings = artifact.counts["warnings"]
+    expected = f"commit {odd[:12]}: its author date has a malformed"
+    assert any(w.startswith(expected) for w in warnings)
+
+
+def test_thousands_of_events_load_by_copy_and_reloading_adds_nothing(db, incident):
+    """Above COPY_MIN_ROWS events go through COPY + INSERT ... ON CONFLICT: every record gets
+    its id back, including the ones already stored."""
+    import datetime as dt
+
+    from evidence.vocabulary import Lane
+    from ingest import loaders
+    from ingest.parsers.types import EventRecord
+
+    at = dt.datetime(2026, 11, 20, 12, tzinfo=dt.UTC)
+
+    def record(n: int) -> EventRecord:
+        return EventRecord(
+            kind=EventKind.COMMIT,
+            lane=Lane.COMMITS,
+            at=at + dt.timedelta(minutes=n),
+            key=f"{n:040x}",
+            title=f"commit {n}\ttab \\ backslash",
+            body="line\nnext",
+            attrs={"n": n, "nan": float("nan"), "when": at},
+        )
+
+    first = [record(n) for n in range(loaders.COPY_MIN_ROWS + 50)]
+    ids = loaders.load_events(incident, None, first + first[:3])
+    assert len(ids) == len(first)
+    more = [record(n) for n in range(100, loaders.COPY_MIN_ROWS + 150)]
+    again = loaders.load_events(incident, None, more)
+    assert all(again[fp] == ids[fp] for fp in again if fp in ids)
+    assert Event.objects.filter(incident=incident).count() == loaders.COPY_MIN_ROWS + 150
+    stored = Event.objects.get(incident=incident, key=f"{7:040x}")
+    assert stored.title == "commit 7\ttab \\ backslash" and stored.body == "line\nnext"
+    assert stored.attrs == {"n": 7, "nan": None, "when": at.isoformat()}
