@@ -776,3 +776,15 @@ def test_the_fast_path_takes_an_ordinary_exposition() -> None:
     fast = parse_openmetrics_bulk(data, CTX, Registry())
     assert _snapshot(fast) == _snapshot(parse_openmetrics_careful(data, CTX, Registry()))
     assert sum(len(c) for c in fast.ts_cols) == 3 * 5 * 2 + 2 * 9
+
+
+def test_a_blank_line_anywhere_sends_the_fast_path_to_the_careful_reader() -> None:
+    lines = [f'up{{n="{i}"}} {i} {1795218000 + i}' for i in range(12)]
+    with mock.patch.object(chunks_module, "CHUNK_BYTES", 16):  # a chunk boundary at every line
+        assert parse_openmetrics_bulk(om(*lines), CTX, Registry()).ts_cols
+        for at in range(len(lines) + 1):
+            data = om(*lines[:at], "", *lines[at:])
+            with pytest.raises(Bail):
+                parse_openmetrics_bulk(data, CTX, Registry())
+            with pytest.raises(ParseError, match="blank line"):
+                parse_exposition(data, CTX)

@@ -120,6 +120,7 @@ class Layout:
         nonempty = ends > starts
         first_byte = arr[np.minimum(starts, size - 1)]
         self.starts, self.ends = starts, ends
+        self.blank = ~nonempty
         self.comment = nonempty & (first_byte == 35)
         self.sample = nonempty & ~self.comment
         self.count = int(self.sample.sum())

@@ -58,15 +58,13 @@ Ints = npt.NDArray[np.int64]
 
 def _end_of_body(data: bytes) -> int:
     """Where the samples end: the start of the final ``# EOF`` line. Bail when the file does
-    not end with it, or holds what the careful reader must judge (CR, BOM, blank lines)."""
+    not end with it, or holds what the careful reader must judge (CR, BOM)."""
     size = len(data)
     end = size - 1 if data[size - 1 : size] == b"\n" else size
     start = end - len(_EOF)
     if start < 0 or data[start:end] != _EOF or (start and data[start - 1 : start] != b"\n"):
         raise Bail
-    if data[:3] == BOM.encode() or data.find(b"\r") != -1 or data[:1] == b"\n":
-        raise Bail
-    if data.find(b"\n\n", 0, start) != -1:
+    if data[:3] == BOM.encode() or data.find(b"\r") != -1:
         raise Bail
     return start
 
@@ -120,13 +118,18 @@ class _Rows:
         self.count = 0
 
 
-def _read_chunk(raw: bytes, ctx: ParseContext, registry: Registry, rows: _Rows) -> None:
+def _read_chunk(raw: bytes, ctx: ParseContext, registry: Registry, rows: _Rows) -> bool:
+    """Read one chunk into ``rows``; returns whether its last line is blank (allowed only as
+    the end of the file's last chunk: the newline before ``# EOF``)."""
     layout = Layout(raw)
+    blank = layout.blank
+    if blank[:-1].any():
+        raise Bail  # a blank line
     if layout.comment.any():
         before = np.cumsum(layout.sample)[layout.comment] + rows.count
         rows.comments.extend(zip(before.tolist(), layout.comment_lines(), strict=True))
     if not layout.count:
-        return
+        return bool(blank[-1])
     for fields in (3, 2):
         split = layout.tokens(fields)
         if split is None:
@@ -160,6 +163,7 @@ def _read_chunk(raw: bytes, ctx: ParseContext, registry: Registry, rows: _Rows) 
     rows.ms.append(ms)
     rows.seconds.append(seconds)
     rows.count += n
+    return bool(blank[-1])
 
 
 def _resolve(
@@ -399,8 +403,11 @@ def _check_histograms(
 def parse_openmetrics_bulk(data: bytes, ctx: ParseContext, registry: Registry) -> OmColumns:
     """Per series (by registry id), its columns and family; :class:`Bail` if it cannot."""
     rows = _Rows()
+    blank_end = False
     for raw in raw_chunks(data, end=_end_of_body(data)):
-        _read_chunk(raw, ctx, registry, rows)
+        if blank_end:
+            raise Bail  # the chunk before ended with a blank line that was not the file's end
+        blank_end = _read_chunk(raw, ctx, registry, rows)
     declared, placed = _declared(rows.comments)
     keys = registry.keys
     claims = _claims(declared, list(dict.fromkeys(key.name for key in keys)))
