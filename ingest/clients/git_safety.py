@@ -2,6 +2,7 @@
 process (environment, options, deadline). The history reader is ``git.py``.
 
 Repositories may come from uploaded bundles, so they are treated as hostile:
+
 * A repository must be self-contained in its own folder. Before git runs at all, ``.git`` must
   be a real folder (not a gitfile, not a symbolic link), with no ``commondir`` file, no
   ``objects/info/alternates`` and no symbolic link inside it that leads out of the folder;
