@@ -8,12 +8,13 @@ from dataclasses import dataclass
 from ingest.parsers import (
     docs,
     gitlog,
+    goroutines,
     harness,
     lm_eval,
     nvidia_smi,
     prometheus,
+    pyspy,
     serverlog,
-    stacks,
 )
 from ingest.parsers.types import ParseContext, ParseResult
 
@@ -61,9 +62,12 @@ FORMATS: tuple[Format, ...] = (
         serverlog.looks_like_sglang_log,
         serverlog.parse_sglang_log,
     ),
-    Format("pyspy_dump", "py-spy dump", stacks.looks_like_pyspy, stacks.parse_pyspy),
+    Format("pyspy_dump", "py-spy dump", pyspy.looks_like_pyspy, pyspy.parse_pyspy),
     Format(
-        "goroutine_dump", "Go goroutine dump", stacks.looks_like_goroutines, stacks.parse_goroutines
+        "goroutine_dump",
+        "Go goroutine dump",
+        goroutines.looks_like_goroutines,
+        goroutines.parse_goroutines,
     ),
     Format("git_log", "git log output", gitlog.looks_like_git_log_text, gitlog.parse_git_log),
     Format(

@@ -2,19 +2,8 @@
 
 An I/O client: it runs ``git`` in a subprocess with a deadline and returns plain
 :class:`~ingest.parsers.gitlog.CommitInfo` values for the pure parser to turn into records.
-
-Repositories may come from uploaded bundles, so they are treated as hostile:
-
-* A repository must be self-contained in its own folder. Before git runs at all, ``.git`` must
-  be a real folder (not a gitfile, not a symbolic link), with no ``commondir`` file, no
-  ``objects/info/alternates`` and no symbolic link inside it that leads out of the folder;
-  otherwise :class:`UnsafeRepositoryError`. Every git command goes through :func:`_open`, so no
-  entry point can skip the check.
-* git runs pinned to that folder: ``GIT_DIR`` / ``GIT_WORK_TREE`` set explicitly, no discovery
-  above it, no system or global config, a ``HOME`` where nothing can exist, no hooks,
-  ``safe.directory`` naming only this folder, and no ``GIT_*`` variable inherited from the caller.
-* git is told not to run anything the repository's own config could ask for (external diff
-  drivers, textconv filters, fsmonitor hooks, pagers, signature checks).
+Every git command goes through :mod:`ingest.clients.git_safety`, which checks that the
+repository is self-contained and runs git pinned to it (uploaded repositories are hostile).
 """
 
 from __future__ import annotations
@@ -22,21 +11,22 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
-import os
-import subprocess
-import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
+from ingest.clients.git_safety import (
+    Repo,
+    checked_repository,
+    git_output,
+    run_git,
+    stream_git_records,
+)
 from ingest.parsers.configfiles import is_config_path
 from ingest.parsers.gitlog import CommitInfo, FileStat, split_message
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
 _MARK = b"\x00\x1eINCIDENT-TIMELINE-COMMIT\x1f"
 # Dates come as epoch seconds (%at, %ct: what the commit object records, always readable) and
@@ -50,132 +40,13 @@ _ZERO_OID = frozenset({"0" * 40, "0" * 64})
 _REGULAR_FILE_MODES = frozenset({"100644", "100755"})
 # A config or doc bigger than this is not a hand-written setting file; skip it, keep memory flat.
 MAX_TEXT_BYTES = 4 * 1024 * 1024
-_SELF_CONTAINED = (
-    "an uploaded repository must be self-contained: upload a plain clone "
-    "(git clone --no-local, then git repack -a -d) with its own .git folder"
-)
-
-
-class UnsafeRepositoryError(ValueError):
-    """A repository that reaches outside its own folder; git is never run on it."""
-
-
-@dataclass(frozen=True)
-class _Repo:
-    """A repository that passed the containment check: where git is pinned to."""
-
-    top: Path  # the folder given, resolved: the work tree, or the bare repository itself
-    git_dir: Path
-    work_tree: Path | None
-
-
-def _open(path: Path) -> _Repo | None:
-    """The repository whose top is ``path`` (None when there is none), checked to be
-    self-contained; raises UnsafeRepositoryError when it reaches out of its folder."""
-    if not path.is_dir():
-        return None
-    top = path.resolve()
-    dot_git = top / ".git"
-    if dot_git.is_symlink():
-        raise UnsafeRepositoryError(
-            f"{top.name}/.git is a symbolic link; git data reached through links is refused "
-            f"({_SELF_CONTAINED})"
-        )
-    if dot_git.exists() and not dot_git.is_dir():
-        raise UnsafeRepositoryError(
-            f"{top.name}/.git is a file, not a folder: a gitfile pointing at a repository "
-            f"elsewhere, which is refused ({_SELF_CONTAINED})"
-        )
-    if dot_git.is_dir():
-        repo = _Repo(top=top, git_dir=dot_git, work_tree=top)
-    elif (top / "HEAD").is_file() and (top / "objects").is_dir():
-        repo = _Repo(top=top, git_dir=top, work_tree=None)  # a bare repository
-    else:
-        return None
-    _check_contained(repo)
-    return repo
-
-
-def _check_contained(repo: _Repo) -> None:
-    """Refuse the ways a git folder can make git read another repository: ``commondir``,
-    alternates, and symbolic links whose target lies outside the repository's folder."""
-    label = repo.top.name if repo.work_tree is None else f"{repo.top.name}/.git"
-    if os.path.lexists(repo.git_dir / "commondir"):
-        raise UnsafeRepositoryError(
-            f"{label}/commondir names another repository's git folder to share; "
-            f"refused ({_SELF_CONTAINED})"
-        )
-    for dirpath, dirnames, filenames in os.walk(repo.git_dir):  # links are not followed
-        for name in dirnames + filenames:
-            entry = Path(dirpath) / name
-            if not entry.is_symlink():
-                continue
-            try:
-                target = entry.resolve()
-            except (RuntimeError, OSError):  # a loop of links
-                target = Path("/")
-            if target != repo.top and repo.top not in target.parents:
-                rel = entry.relative_to(repo.git_dir)
-                raise UnsafeRepositoryError(
-                    f"{label}/{rel} is a symbolic link out of the repository's folder; git "
-                    f"data reached through links is refused ({_SELF_CONTAINED})"
-                )
-    for alternates in ("objects/info/alternates", "objects/info/http-alternates"):
-        entry = repo.git_dir / alternates
-        if not os.path.lexists(entry):
-            continue
-        if entry.is_file():
-            with open(entry, "rb") as src:
-                lines = src.read(64 * 1024).decode("utf-8", errors="replace").splitlines()
-            if not any(line.strip() and not line.startswith("#") for line in lines):
-                continue  # an empty list borrows nothing
-        raise UnsafeRepositoryError(
-            f"{label}/{alternates} borrows objects from another repository; "
-            f"refused ({_SELF_CONTAINED})"
-        )
-
-
-def is_repository(path: Path) -> bool:
-    """True when ``path`` is the top of a git work tree (it holds a ``.git`` folder), or a bare
-    repository itself. A directory that merely sits inside some other repository is not one.
-
-    Raises UnsafeRepositoryError for a repository that reaches outside its folder.
-    """
-    return _verified(Path(path)) is not None
-
-
-def is_repository_root(path: Path) -> bool:
-    """Alias of :func:`is_repository`, the name the bundle walk uses."""
-    return is_repository(path)
-
-
-def _verified(path: Path) -> _Repo | None:
-    """:func:`_open`, then git itself agrees that it is a repository."""
-    repo = _open(path)
-    if repo is None:
-        return None
-    try:
-        _git(repo, ["rev-parse", "--git-dir"], time.monotonic() + 10.0)
-    except RuntimeError:
-        return None  # HEAD and objects/ that are not a repository after all
-    return repo
-
-
-def _checked(path: Path) -> _Repo:
-    repo = _verified(Path(path))
-    if repo is None:
-        raise ValueError(
-            f"{path} is not a git repository: expected the top directory of a work tree "
-            "(the one holding .git) or a bare repository"
-        )
-    return repo
 
 
 def head(path: Path, *, timeout: float = 10.0) -> str:
     """HEAD's commit hash ("" for a repository without commits); ValueError if no repository
     (UnsafeRepositoryError, a ValueError, if it reaches outside its folder)."""
-    repo = _checked(path)
-    proc = _run(repo, ["rev-parse", "--verify", "--quiet", "HEAD"], time.monotonic() + timeout)
+    repo = checked_repository(path)
+    proc = run_git(repo, ["rev-parse", "--verify", "--quiet", "HEAD"], time.monotonic() + timeout)
     return proc.stdout.decode("ascii", errors="replace").strip() if proc.returncode == 0 else ""
 
 
@@ -211,20 +82,23 @@ def read_history(path: Path, *, timeout: float = 60.0, max_commits: int = 100_00
     Raises ValueError if ``path`` is not a repository (UnsafeRepositoryError if it reaches
     outside its folder), RuntimeError when git fails or times out.
     """
-    repo = _checked(path)
+    repo = checked_repository(path)
     deadline = time.monotonic() + timeout
-    head = _run(repo, ["rev-parse", "--verify", "--quiet", "HEAD"], deadline)
+    head = run_git(repo, ["rev-parse", "--verify", "--quiet", "HEAD"], deadline)
     if head.returncode != 0:
         return History([], [])  # an empty repository: no commit yet
     count = f"--max-count={max_commits + 1}"
     # The two small reads run beside the big one (each is its own git process).
     with ThreadPoolExecutor(max_workers=2) as pool:
-        first_parent = pool.submit(_git, repo, ["rev-list", "--first-parent", "HEAD"], deadline)
+        first_parent = pool.submit(
+            git_output, repo, ["rev-list", "--first-parent", "HEAD"], deadline
+        )
         merged = pool.submit(_merge_changes, repo, deadline)
-        raw_commits = _stream_records(
+        raw_commits = stream_git_records(
             repo,
             ["log", count, *_LOG_OPTIONS],
             deadline,
+            _MARK,
             lambda record: _parse_record(record, repo.top),
         )
         raw_commits.reverse()  # oldest first; git's --reverse costs it more than this does
@@ -276,10 +150,10 @@ _LOG_OPTIONS = (
 )
 
 
-def _merge_changes(repo: _Repo, deadline: float) -> dict[str, tuple[_Raw, ...]]:
+def _merge_changes(repo: Repo, deadline: float) -> dict[str, tuple[_Raw, ...]]:
     """The ``--raw`` entries of each merge on HEAD's first-parent line against its first
     parent (a tree comparison: no file contents are read)."""
-    out = _git(
+    out = git_output(
         repo,
         [
             "log",
@@ -365,145 +239,6 @@ def _dates(
             read_as = "read as the time of the commit before it"
         warnings.append(f"commit {raw.hash[:12]}: its {who} date has {problem}; {read_as}")
     return authored or fallback, committed or fallback
-
-
-# --- running git --------------------------------------------------------------------------------
-
-
-# HOME and XDG_CONFIG_HOME for git: a path under which no file can exist, so no user config,
-# attributes or ignore file can be planted for it (and no folder is left behind per process).
-_NO_HOME = os.path.join(os.devnull, "no-home")
-
-
-def _env(repo: _Repo) -> dict[str, str]:
-    # Nothing GIT_* from the caller: GIT_DIR, GIT_ALTERNATE_OBJECT_DIRECTORIES,
-    # GIT_CONFIG_PARAMETERS and friends would all point git somewhere else.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(
-        {
-            "GIT_DIR": str(repo.git_dir),
-            "GIT_CEILING_DIRECTORIES": str(repo.top.parent),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_ATTR_NOSYSTEM": "1",
-            "HOME": _NO_HOME,
-            "XDG_CONFIG_HOME": _NO_HOME,
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_OPTIONAL_LOCKS": "0",
-            "GIT_NO_REPLACE_OBJECTS": "1",
-            "GIT_PAGER": "cat",
-            "LC_ALL": "C",
-        }
-    )
-    if repo.work_tree is not None:
-        env["GIT_WORK_TREE"] = str(repo.work_tree)
-    return env
-
-
-def _command(repo: _Repo, args: list[str]) -> list[str]:
-    return [
-        "git",
-        "--no-pager",
-        "-C",
-        str(repo.top),
-        "-c",
-        f"safe.directory={repo.work_tree or repo.git_dir}",
-        "-c",
-        "core.hooksPath=/dev/null",
-        "-c",
-        "core.fsmonitor=false",
-        "-c",
-        "core.quotePath=false",
-        "-c",
-        "log.showSignature=false",
-        *args,
-    ]
-
-
-def _run(
-    repo: _Repo, args: list[str], deadline: float, stdin: bytes | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise RuntimeError(f"git {args[0]} in {repo.top}: out of time before it could start")
-    try:
-        return subprocess.run(
-            _command(repo, args),
-            input=stdin,
-            capture_output=True,
-            timeout=remaining,
-            env=_env(repo),
-            check=False,
-        )
-    except FileNotFoundError:
-        raise _no_git() from None
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"git {args[0]} in {repo.top} timed out (deadline reached)") from None
-
-
-def _no_git() -> RuntimeError:
-    return RuntimeError("the git command-line tool is not installed (no 'git' on PATH)")
-
-
-def _stream_records(
-    repo: _Repo, args: list[str], deadline: float, parse: Callable[[bytes], T]
-) -> list[T]:
-    """Run git and ``parse`` each ``_MARK``-led record of its output as it arrives, so that
-    git and the parse share the two cores instead of taking turns."""
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise RuntimeError(f"git {args[0]} in {repo.top}: out of time before it could start")
-    try:
-        proc = subprocess.Popen(  # noqa: S603 (fixed argument list, no shell)
-            _command(repo, args),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=_env(repo),
-        )
-    except FileNotFoundError:
-        raise _no_git() from None
-    stdout, stderr_pipe = proc.stdout, proc.stderr
-    assert stdout is not None and stderr_pipe is not None
-    errors: list[bytes] = []
-    drain = threading.Thread(target=lambda: errors.append(stderr_pipe.read()), daemon=True)
-    drain.start()
-    timer = threading.Timer(remaining, proc.kill)
-    timer.start()
-    records: list[T] = []
-    try:
-        pending = b""
-        while chunk := stdout.read(1 << 20):
-            parts = (pending + chunk).split(_MARK)
-            pending = parts.pop()
-            records.extend(parse(part) for part in parts if part)
-        if pending:
-            records.append(parse(pending))
-        code = proc.wait()
-    finally:
-        timer.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        drain.join()
-    if code < 0 and time.monotonic() >= deadline:
-        raise RuntimeError(f"git {args[0]} in {repo.top} timed out (deadline reached)")
-    if code != 0:
-        stderr = b"".join(errors).decode("utf-8", errors="replace").strip()
-        raise RuntimeError(
-            f"git {args[0]} failed in {repo.top} (exit {code}): {stderr or 'no message'}"
-        )
-    return records
-
-
-def _git(repo: _Repo, args: list[str], deadline: float, stdin: bytes | None = None) -> bytes:
-    proc = _run(repo, args, deadline, stdin)
-    if proc.returncode != 0:
-        stderr = proc.stderr.decode("utf-8", errors="replace").strip()
-        raise RuntimeError(
-            f"git {args[0]} failed in {repo.top} (exit {proc.returncode}): {stderr or 'no message'}"
-        )
-    return proc.stdout
 
 
 # --- parsing `git log -z --raw --numstat` -------------------------------------------------------
@@ -638,12 +373,14 @@ def _wanted_blobs(commits: list[_RawCommit]) -> list[str]:
     return list(oids)
 
 
-def _read_blobs(repo: _Repo, oids: list[str], deadline: float) -> dict[str, str | None]:
+def _read_blobs(repo: Repo, oids: list[str], deadline: float) -> dict[str, str | None]:
     """Blob texts by id (None if too big): one ``cat-file --batch-check``, one ``--batch``."""
     if not oids:
         return {}
     sizes: dict[str, int] = {}
-    check = _git(repo, ["cat-file", "--batch-check"], deadline, ("\n".join(oids) + "\n").encode())
+    check = git_output(
+        repo, ["cat-file", "--batch-check"], deadline, ("\n".join(oids) + "\n").encode()
+    )
     for line in check.decode("utf-8", errors="replace").splitlines():
         parts = line.split()
         if len(parts) == 3 and parts[1] == "blob":
@@ -652,7 +389,7 @@ def _read_blobs(repo: _Repo, oids: list[str], deadline: float) -> dict[str, str 
     texts: dict[str, str | None] = dict.fromkeys(oids)
     if not small:
         return texts
-    out = _git(repo, ["cat-file", "--batch"], deadline, ("\n".join(small) + "\n").encode())
+    out = git_output(repo, ["cat-file", "--batch"], deadline, ("\n".join(small) + "\n").encode())
     pos = 0
     while pos < len(out):
         end = out.index(b"\n", pos)

@@ -22,6 +22,7 @@ from django.db import transaction
 
 from ingest import sniff
 from ingest.clients import git as git_client
+from ingest.clients import git_safety
 from ingest.services import IngestError, archives, storage
 from timeline.models import Artifact, Incident
 
@@ -113,7 +114,7 @@ def _walk_files(root: Path) -> Iterator[Path]:
         current = Path(dirpath)
         # A git repository is one artifact: do not descend into it.
         for d in list(dirnames):
-            if d == ".git" or git_client.is_repository_root(current / d):
+            if d == ".git" or git_safety.is_repository_root(current / d):
                 dirnames.remove(d)
         dirnames.sort()
         for name in sorted(filenames):
@@ -124,11 +125,11 @@ def _walk_files(root: Path) -> Iterator[Path]:
 
 def _repositories(root: Path) -> list[Path]:
     found = []
-    if git_client.is_repository_root(root):
+    if git_safety.is_repository_root(root):
         return [root]
     for dirpath, dirnames, _ in os.walk(root):
         for d in sorted(dirnames):
-            if d != ".git" and git_client.is_repository_root(Path(dirpath) / d):
+            if d != ".git" and git_safety.is_repository_root(Path(dirpath) / d):
                 found.append(Path(dirpath) / d)
         dirnames[:] = [d for d in dirnames if d != ".git" and Path(dirpath, d) not in found]
     return sorted(found)
@@ -177,7 +178,7 @@ def path_register(
         # A repository given as the path is its history: the files of its work tree are what
         # the commits recorded (and mostly not evidence at all: sources, tests, lock files).
         files = [] if repos == [path] else list(_walk_files(path))
-    except git_client.UnsafeRepositoryError as exc:  # it reaches another repository: refused
+    except git_safety.UnsafeRepositoryError as exc:  # it reaches another repository: refused
         raise IngestError(str(exc)) from None
     for repo in repos:
         name = str(repo.relative_to(path)) if repo != path else repo.name

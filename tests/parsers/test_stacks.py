@@ -10,13 +10,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from evidence.vocabulary import EventKind, Lane
-from ingest.parsers.stacks import (
-    capture_time,
-    looks_like_goroutines,
-    looks_like_pyspy,
-    parse_goroutines,
-    parse_pyspy,
-)
+from ingest.parsers.goroutines import looks_like_goroutines, parse_goroutines
+from ingest.parsers.pyspy import looks_like_pyspy, parse_pyspy
+from ingest.parsers.stacks import capture_time
 from ingest.parsers.types import (
     ParseContext,
     ParseError,

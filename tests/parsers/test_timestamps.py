@@ -16,8 +16,9 @@ from ingest.parsers.harness import parse_harness_jsonl, parse_junit
 from ingest.parsers.lm_eval import parse_lm_eval
 from ingest.parsers.nvidia_smi import parse_nvidia_smi
 from ingest.parsers.prometheus import parse_exposition, parse_query_range
+from ingest.parsers.pyspy import parse_pyspy
 from ingest.parsers.serverlog import parse_sglang_log
-from ingest.parsers.stacks import capture_time, parse_pyspy
+from ingest.parsers.stacks import capture_time
 from ingest.parsers.timestamps import (
     MAX_MS,
     MIN_MS,

@@ -49,7 +49,8 @@ from .careful import parse_careful
 from .chunks import has_eof_marker
 from .grammar import Meta, Registry, default_type
 from .om_bulk import parse_openmetrics_bulk
-from .openmetrics import is_openmetrics_name, parse_openmetrics_careful
+from .om_types import is_openmetrics_name
+from .openmetrics import parse_openmetrics_careful
 
 if TYPE_CHECKING:
     import mmap

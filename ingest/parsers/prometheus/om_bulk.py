@@ -23,7 +23,7 @@ from ..types import ParseContext, ParseError, SeriesKey
 from .bulk import Bail, Layout, per_series
 from .chunks import raw_chunks
 from .grammar import Registry, default_ms, om_help, scan_series_om
-from .openmetrics import (
+from .om_types import (
     ANY,
     BOOL,
     COUNT,
@@ -39,9 +39,9 @@ from .openmetrics import (
     VALUE_RULE,
     Family,
     LabelError,
-    OmColumns,
     metric_of,
 )
+from .openmetrics import OmColumns
 
 # Within these characters float() reads exactly the ABNF's numbers, but for a signed NaN.
 _VALUE_CHARS = b"0123456789.eE+-\ninfatyINFATY"

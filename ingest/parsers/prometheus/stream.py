@@ -14,7 +14,7 @@ from ..types import ParseContext, SampleBlock, SeriesKey
 from .bulk import Bail, Columns, by_series, gc_paused, read_chunk, read_comments
 from .chunks import has_eof_marker, raw_chunks
 from .grammar import Meta, Registry, default_type
-from .openmetrics import is_openmetrics_name
+from .om_types import is_openmetrics_name
 
 if TYPE_CHECKING:
     import mmap

@@ -1,0 +1,260 @@
+"""Go goroutine dumps (SIGQUIT, pprof ``debug=2``) and pprof ``debug=1`` goroutine profiles
+(see ``stacks.py`` for the capture time).
+
+Pure: bytes in, one ``stack_dump`` event out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from evidence.vocabulary import EventKind, Lane
+
+from .stacks import capture_time, code_block, dump_key
+from .text import decode_lines, head_text
+from .types import EventRecord, ParseContext, ParseError, ParseResult
+
+KIND_GOROUTINES = "goroutine_dump"
+
+_MAX_GROUP_IDS = 20
+
+# --- goroutines ---------------------------------------------------------------------------------
+
+_GOROUTINE_RE = re.compile(r"^goroutine (\d+)(?: [a-z]+=\S+)* \[([^\]]*)\]:\s*$")
+_GO_CALL_RE = re.compile(r"^(.+?)\(([^()]*)\)$")
+_GO_FILE_RE = re.compile(r"^\t(.+):(\d+)(?: \+0x[0-9a-f]+)?(?: .*)?$")
+_CREATED_RE = re.compile(r"^created by (.+?)(?: in goroutine \d+)?$")
+_MINUTES_RE = re.compile(r"^(\d+) minutes?$")
+
+
+_PROFILE_RE = re.compile(r"^goroutine profile: total (\d+)\s*$")
+_PROFILE_GROUP_RE = re.compile(r"^(\d+) @(?: 0x[0-9a-f]+)+\s*$")
+_PROFILE_FRAME_RE = re.compile(r"^#\s+0x[0-9a-f]+\s+(\S+?)(?:\+0x[0-9a-f]+)?\s+(.+):(\d+)\s*$")
+
+
+def looks_like_goroutines(name: str, head: bytes) -> bool:
+    """True when ``head`` holds a ``goroutine N [state]:`` header, or starts a pprof
+    ``debug=1`` profile (``goroutine profile: total N``)."""
+    text = head_text(head)
+    if _PROFILE_RE.match(text.lstrip().split("\n", 1)[0].rstrip("\r")):
+        return True
+    return any(_GOROUTINE_RE.match(ln.rstrip("\r")) for ln in text.split("\n"))
+
+
+@dataclass
+class _Goroutine:
+    id: int
+    state: str
+    minutes: int | None
+    line: int
+    frames: list[dict[str, Any]] = field(default_factory=list)
+    created_by: str = ""
+
+
+def parse_goroutines(data: bytes, ctx: ParseContext) -> ParseResult:
+    """A Go goroutine dump (SIGQUIT or ``debug=2``), grouped by identical stacks; or a pprof
+    ``debug=1`` profile, whose groups pprof made (no states or wait times in it)."""
+    lines = decode_lines(data, ctx.name)
+    result = ParseResult(kind=KIND_GOROUTINES)
+    first = next((ln for ln in lines if ln.strip()), "")
+    if profile := _PROFILE_RE.match(first):
+        groups = _read_profile(lines, ctx)
+        total = int(profile.group(1))
+        counted = sum(g["count"] for g in groups)
+        if counted != total:
+            result.warnings.append(
+                f"{ctx.name}: the profile says total {total} but its groups count {counted}"
+            )
+        what, first_line = "goroutine profile", 1
+    else:
+        goroutines = _read_goroutines(lines, ctx)
+        if not goroutines:
+            raise ParseError(
+                ctx.name, 0, "expected at least one 'goroutine <id> [<state>]:' header in the dump"
+            )
+        groups = _group(goroutines)
+        total = len(goroutines)
+        what, first_line = "goroutine dump", goroutines[0].line
+    at = capture_time(ctx)
+    top = groups[0]
+    state = f" [{top['state']}]" if top["state"] else ""
+    title = (
+        f"{what}: {total} goroutine{'s' if total != 1 else ''}, "
+        f"{top['count']} in {top['site']}{state}"
+    )
+    result.events.append(
+        EventRecord(
+            kind=EventKind.STACK_DUMP,
+            lane=Lane.DUMPS,
+            at=at,
+            key=dump_key("goroutines", data, ctx),
+            title=title,
+            body=_goroutine_body(groups),
+            attrs={"format": "goroutines", "total": total, "groups": groups},
+            line=first_line,
+        )
+    )
+    return result
+
+
+def _read_profile(lines: list[str], ctx: ParseContext) -> list[dict[str, Any]]:
+    """The groups of a ``debug=1`` profile: ``N @ 0x...`` then ``#\t0x...\tfunc+0x..\tfile:line``
+    frames, biggest group first as pprof writes them."""
+    groups: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip() or _PROFILE_RE.match(line):
+            continue
+        if m := _PROFILE_GROUP_RE.match(line):
+            groups.append(
+                {
+                    "count": int(m.group(1)),
+                    "state": "",
+                    "wait_minutes_max": None,
+                    "site": "",
+                    "frames": [],
+                    "created_by": "",
+                    "ids": [],
+                }
+            )
+            continue
+        if line.startswith("#") and groups:
+            fm = _PROFILE_FRAME_RE.match(line)
+            if fm is None:
+                if line.startswith("# labels:"):
+                    continue
+                raise ParseError(
+                    ctx.name, number, f"expected '#\t0x...\tfunc+0x..\tfile.go:123', got {line!r}"
+                )
+            groups[-1]["frames"].append(
+                {"func": fm.group(1), "file": fm.group(2), "line": int(fm.group(3))}
+            )
+            continue
+        raise ParseError(
+            ctx.name, number, f"expected a goroutine group 'N @ 0x...' or its frames, got {line!r}"
+        )
+    if not groups:
+        raise ParseError(ctx.name, 0, "expected at least one 'N @ 0x...' group in the profile")
+    for group in groups:
+        group["site"] = _site(group["frames"])
+    return sorted(groups, key=lambda grp: -grp["count"])
+
+
+def _read_goroutines(lines: list[str], ctx: ParseContext) -> list[_Goroutine]:
+    goroutines: list[_Goroutine] = []
+    current: _Goroutine | None = None
+    pending: tuple[str, int] | None = None  # a call line waiting for its "\tfile:line"
+    for number, line in enumerate(lines, start=1):
+        if m := _GOROUTINE_RE.match(line):
+            if pending is not None:
+                raise _missing_file(ctx, pending)
+            state, minutes = _goroutine_state(m.group(2))
+            current = _Goroutine(int(m.group(1)), state, minutes, number)
+            goroutines.append(current)
+            continue
+        if current is None:
+            continue  # SIGQUIT preamble ("SIGQUIT: quit", "PC=...") is not a stack
+        if not line.strip():
+            if pending is not None:
+                raise _missing_file(ctx, pending)
+            current = None  # a blank line ends the goroutine; register dumps may follow
+            continue
+        if pending is not None:
+            fm = _GO_FILE_RE.match(line)
+            if not fm:
+                raise _missing_file(ctx, pending)
+            call, _ = pending
+            frame = {"func": call, "file": fm.group(1), "line": int(fm.group(2))}
+            if call.startswith("created by "):
+                current.created_by = call.removeprefix("created by ")
+            else:
+                current.frames.append(frame)
+            pending = None
+            continue
+        stripped = line.strip()
+        if stripped.startswith("...") or stripped.endswith("stack unavailable"):
+            continue  # "...additional frames elided...", "goroutine running on other thread"
+        if cm := _CREATED_RE.match(stripped):
+            pending = (f"created by {cm.group(1)}", number)
+            continue
+        if line.startswith("\t"):
+            raise ParseError(
+                ctx.name, number, f"expected a call line 'pkg.func(...)', found {stripped[:80]!r}"
+            )
+        call_match = _GO_CALL_RE.match(stripped)
+        pending = (call_match.group(1) if call_match else stripped, number)
+    if pending is not None:
+        raise _missing_file(ctx, pending)
+    return goroutines
+
+
+def _missing_file(ctx: ParseContext, pending: tuple[str, int]) -> ParseError:
+    call, number = pending
+    return ParseError(
+        ctx.name,
+        number + 1,
+        f"expected a '\\t/path/file.go:123 +0x1d' line after {call[:80]!r}",
+    )
+
+
+def _goroutine_state(bracket: str) -> tuple[str, int | None]:
+    parts = [p.strip() for p in bracket.split(",")]
+    minutes: int | None = None
+    kept: list[str] = []
+    for part in parts:
+        m = _MINUTES_RE.match(part)
+        if m:
+            minutes = int(m.group(1))
+        elif part and part != "locked to thread":
+            kept.append(part)
+    return (kept[0] if kept else "unknown"), minutes
+
+
+def _site(frames: list[dict[str, Any]]) -> str:
+    # The runtime frames on top (gopark, selectgo) say nothing about where the program waits.
+    for frame in frames:
+        func = str(frame["func"])
+        if not func.startswith(("runtime.", "internal/")):
+            return func
+    return str(frames[0]["func"]) if frames else "(no frames)"
+
+
+def _group(goroutines: list[_Goroutine]) -> list[dict[str, Any]]:
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for g in goroutines:
+        signature = (
+            g.state,
+            tuple((f["func"], f["file"], f["line"]) for f in g.frames),
+            g.created_by,
+        )
+        group = groups.get(signature)
+        if group is None:
+            group = {
+                "count": 0,
+                "state": g.state,
+                "wait_minutes_max": None,
+                "site": _site(g.frames),
+                "frames": g.frames,
+                "created_by": g.created_by,
+                "ids": [],
+            }
+            groups[signature] = group
+        group["count"] += 1
+        if g.minutes is not None and (
+            group["wait_minutes_max"] is None or g.minutes > group["wait_minutes_max"]
+        ):
+            group["wait_minutes_max"] = g.minutes
+        if len(group["ids"]) < _MAX_GROUP_IDS:
+            group["ids"].append(g.id)
+    return sorted(groups.values(), key=lambda grp: (-grp["count"], grp["ids"][0]))
+
+
+def _goroutine_body(groups: list[dict[str, Any]]) -> str:
+    parts = []
+    for group in groups:
+        wait = f", up to {group['wait_minutes_max']} min" if group["wait_minutes_max"] else ""
+        frames = [f"{f['func']}  {f['file']}:{f['line']}" for f in group["frames"]]
+        state = f" [{group['state']}{wait}]" if group["state"] else ""
+        parts.append(f"**{group['count']} × {group['site']}**{state}\n\n" + code_block(frames))
+    return "\n\n".join(parts)

@@ -1,0 +1,269 @@
+"""py-spy stack dumps: ``py-spy dump`` text and ``--json`` (see ``stacks.py`` for the capture time).
+
+Pure: bytes in, one ``stack_dump`` event out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from evidence.vocabulary import EventKind, Lane
+
+from .stacks import capture_time, code_block, dump_key
+from .text import decode, decode_lines, head_text
+from .types import EventRecord, ParseContext, ParseError, ParseResult
+
+KIND_PYSPY = "pyspy_dump"
+
+_LOCAL_MAX = 200
+
+# --- py-spy -------------------------------------------------------------------------------------
+
+_PROCESS_RE = re.compile(r"^Process (\d+): ?(.*)$")
+_PYTHON_RE = re.compile(r"^Python v(\S+)(?: \((.*)\))?$")
+_THREAD_RE = re.compile(r'^Thread (0x[0-9A-Fa-f]+|\d+) \(([^)]*)\)(?:: "(.*)")?\s*$')
+_FRAME_RE = re.compile(r"^(\s+)(.+?) \(([^()]*?)(?::(\d+))?\)\s*$")
+
+
+def looks_like_pyspy(name: str, head: bytes) -> bool:
+    """True when ``head`` starts with py-spy's ``Process <pid>: ...`` header, or is the JSON
+    array ``py-spy dump --json`` writes (threads with ``thread_id`` and ``frames``)."""
+    text = head_text(head).lstrip(" \t\r\n")
+    if text.startswith("["):
+        return '"thread_id"' in text and '"frames"' in text
+    first, _, rest = text.partition("\n")
+    if not _PROCESS_RE.match(first.rstrip("\r")):
+        return False
+    return "Python v" in rest or "\nThread " in "\n" + rest
+
+
+@dataclass
+class _Thread:
+    id: str
+    state: str
+    name: str
+    pid: int
+    line: int
+    frames: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_attrs(self, with_pid: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "state": self.state,
+            "name": self.name,
+            "frames": self.frames,
+        }
+        if with_pid:
+            out["pid"] = self.pid
+        return out
+
+
+def parse_pyspy(data: bytes, ctx: ParseContext) -> ParseResult:
+    """``py-spy dump --pid N`` text (``--locals`` too) or ``--json`` as one ``stack_dump``
+    event."""
+    if data.lstrip()[:1] == b"[":
+        return _parse_pyspy_json(data, ctx)
+    lines = decode_lines(data, ctx.name)
+    processes: list[tuple[int, str, str]] = []  # pid, cmdline, python
+    threads: list[_Thread] = []
+    frame_indent: int | None = None
+    block: str | None = None  # "Arguments" / "Locals" while reading a --locals block
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        if m := _PROCESS_RE.match(line):
+            processes.append((int(m.group(1)), m.group(2).strip(), ""))
+            continue
+        if not processes:
+            raise ParseError(
+                ctx.name,
+                number,
+                f"expected py-spy's 'Process <pid>: <command line>' header, found {line[:80]!r}",
+            )
+        if m := _PYTHON_RE.match(line):
+            pid, cmdline, _ = processes[-1]
+            processes[-1] = (pid, cmdline, m.group(1))
+            continue
+        if m := _THREAD_RE.match(line):
+            threads.append(
+                _Thread(
+                    id=m.group(1),
+                    state=m.group(2),
+                    name=m.group(3) or "",
+                    pid=processes[-1][0],
+                    line=number,
+                )
+            )
+            frame_indent, block = None, None
+            continue
+        indent = len(line) - len(line.lstrip())
+        if not threads or indent == 0:
+            raise ParseError(
+                ctx.name,
+                number,
+                "expected 'Thread 0x7F... (state): \"name\"' or an indented frame "
+                f"'function (file.py:123)', found {line[:80]!r}",
+            )
+        thread = threads[-1]
+        stripped = line.strip()
+        if frame_indent is not None and indent > frame_indent and thread.frames:
+            if stripped in ("Arguments:", "Locals:"):
+                block = stripped[:-1].lower()
+                continue
+            if block is not None:
+                var, sep, value = stripped.partition(": ")
+                if not sep and stripped.endswith(":"):
+                    var, sep, value = stripped[:-1], ":", ""
+                if sep:
+                    values = thread.frames[-1].setdefault(block, {})
+                    values[var] = value if len(value) <= _LOCAL_MAX else value[:_LOCAL_MAX] + "…"
+                    continue
+            raise ParseError(
+                ctx.name,
+                number,
+                f"expected 'Arguments:', 'Locals:' or 'name: value' under a frame, "
+                f"found {stripped[:80]!r}",
+            )
+        fm = _FRAME_RE.match(line)
+        if not fm:
+            raise ParseError(
+                ctx.name,
+                number,
+                f"expected a frame 'function (file.py:123)', found {stripped[:80]!r}",
+            )
+        frame_indent, block = len(fm.group(1)), None
+        thread.frames.append(
+            {
+                "func": fm.group(2).strip(),
+                "file": fm.group(3),
+                "line": int(fm.group(4)) if fm.group(4) else None,
+            }
+        )
+    if not processes:
+        raise ParseError(ctx.name, 0, "expected py-spy's 'Process <pid>: <command line>' header")
+    return _pyspy_result(data, ctx, processes, threads)
+
+
+def _pyspy_result(
+    data: bytes, ctx: ParseContext, processes: list[tuple[int, str, str]], threads: list[_Thread]
+) -> ParseResult:
+    at = capture_time(ctx)
+    pid, cmdline, python = processes[0]
+    label = _process_label(cmdline) if cmdline else "process"
+    active = sum(1 for t in threads if "active" in t.state)
+    result = ParseResult(kind=KIND_PYSPY)
+    if len(processes) > 1:
+        result.warnings.append(
+            f"{ctx.name}: the dump holds {len(processes)} processes; the event is titled after "
+            f"pid {pid} and each thread records its pid"
+        )
+    plural = "s" if len(threads) != 1 else ""
+    result.events.append(
+        EventRecord(
+            kind=EventKind.STACK_DUMP,
+            lane=Lane.DUMPS,
+            at=at,
+            key=dump_key("py-spy", data, ctx),
+            title=f"py-spy dump of {label} (pid {pid}): {len(threads)} thread{plural}, "
+            f"{active} active",
+            body=_pyspy_body(cmdline, python, threads),
+            attrs={
+                "format": "py-spy",
+                "pid": pid,
+                "cmdline": cmdline,
+                "python": python,
+                "threads": [t.as_attrs(len(processes) > 1) for t in threads],
+            },
+            line=1,
+        )
+    )
+    return result
+
+
+def _parse_pyspy_json(data: bytes, ctx: ParseContext) -> ParseResult:
+    """``py-spy dump --pid N --json``: a list of threads, each with ``pid``, ``thread_id``
+    (``os_thread_id``), ``thread_name``, ``active``, ``owns_gil`` and ``frames`` (``name``,
+    ``filename``, ``short_filename``, ``line``, ``locals``). It names no command line or Python
+    version."""
+    try:
+        doc = json.loads(decode(data, ctx.name))
+    except json.JSONDecodeError as exc:
+        raise ParseError(ctx.name, exc.lineno, f"py-spy --json: invalid JSON: {exc.msg}") from None
+    if not isinstance(doc, list):
+        raise ParseError(ctx.name, 1, "expected py-spy --json's list of threads")
+    processes: list[tuple[int, str, str]] = []
+    threads: list[_Thread] = []
+    for i, item in enumerate(doc):
+        where = f"py-spy --json thread [{i}]"
+        if not isinstance(item, dict) or not isinstance(item.get("frames"), list):
+            raise ParseError(ctx.name, 0, f"{where}: expected an object with a 'frames' list")
+        pid = item.get("pid")
+        if not isinstance(pid, int) or isinstance(pid, bool):
+            raise ParseError(ctx.name, 0, f"{where}: expected an integer 'pid', got {pid!r}")
+        if not any(p[0] == pid for p in processes):
+            processes.append((pid, "", ""))
+        active = bool(item.get("active"))
+        state = ("active+gil" if item.get("owns_gil") else "active") if active else "idle"
+        tid = item.get("os_thread_id") or item.get("thread_id")
+        thread = _Thread(
+            id=str(tid),
+            state=state,
+            name=str(item.get("thread_name") or ""),
+            pid=pid,
+            line=0,
+        )
+        for j, frame in enumerate(item["frames"]):
+            if not isinstance(frame, dict) or not isinstance(frame.get("name"), str):
+                raise ParseError(ctx.name, 0, f"{where}.frames[{j}]: expected a 'name'")
+            line = frame.get("line")
+            entry: dict[str, Any] = {
+                "func": frame["name"],
+                "file": str(frame.get("short_filename") or frame.get("filename") or ""),
+                "line": line if isinstance(line, int) and not isinstance(line, bool) else None,
+            }
+            local_values = frame.get("locals")
+            if isinstance(local_values, list):
+                entry["locals"] = {
+                    str(v.get("name")): str(v.get("repr"))[:_LOCAL_MAX]
+                    for v in local_values
+                    if isinstance(v, dict)
+                }
+            thread.frames.append(entry)
+        threads.append(thread)
+    if not processes:
+        raise ParseError(ctx.name, 1, "py-spy --json: the list holds no thread")
+    # Text dumps list the main thread first; --json lists it last: keep one order.
+    threads.sort(key=lambda t: t.name != "MainThread")
+    return _pyspy_result(data, ctx, processes, threads)
+
+
+def _process_label(cmdline: str) -> str:
+    """A short name for a process: ``sglang::scheduler`` -> scheduler, ``-m pkg.mod`` -> mod."""
+    parts = cmdline.split()
+    if not parts:
+        return "process"
+    first = parts[0]
+    if "::" in first:
+        return first.rsplit("::", 1)[-1] or first
+    base = first.rsplit("/", 1)[-1]
+    if base.startswith("python") and len(parts) > 1:
+        if parts[1] == "-m" and len(parts) > 2:
+            return parts[2].rsplit(".", 1)[-1]
+        if not parts[1].startswith("-"):
+            return parts[1].rsplit("/", 1)[-1]
+    return base
+
+
+def _pyspy_body(cmdline: str, python: str, threads: list[_Thread]) -> str:
+    parts = [f"`{cmdline}`" + (f" on Python {python}" if python else "")]
+    for t in threads:
+        title = f"**Thread {t.id}** ({t.state})" + (f" “{t.name}”" if t.name else "")
+        frames = [
+            f"{f['func']} ({f['file']}:{f['line']})" if f["line"] is not None else f["func"]
+            for f in t.frames
+        ]
+        parts.append(title + ("\n\n" + code_block(frames) if frames else ""))
+    return "\n\n".join(parts)
