@@ -52,9 +52,9 @@ def to_html(doc: dict[str, Any], figure_json: str) -> str:
         if _FIGURE_AFTER in body
         else (_FIGURE_DIV + body)
     )
-    plotly_js = _static("vendor/plotly.min.js")
+    plotly_js = _static("vendor/plotly-basic.min.js")
     if "</script" in plotly_js.lower():  # would end the inline element early
-        raise ValueError("plotly.min.js contains '</script'; it cannot be inlined")
+        raise ValueError("plotly-basic.min.js contains '</script'; it cannot be inlined")
     css = _static("app/app.css") + "\n" + _static("app/postmortem.css")
     # Everything marked safe below is our own static file or HTML escaped already: the body by
     # the Markdown renderer (raw HTML off), the figure by _script_safe.
