@@ -27,10 +27,10 @@ class Command(BaseCommand):
         swept = sweep.uploads_sweep(
             grace_s=None if minutes is None else minutes * 60, dry_run=opts["dry_run"]
         )
-        verb = "would remove" if opts["dry_run"] else "removed"
+        dry = opts["dry_run"]
         for rel in swept.removed:
-            self.stdout.write(f"{verb} {rel}")
+            self.stdout.write(f"{'would remove' if dry else 'removed'} {rel}")
         self.stdout.write(
-            f"{len(swept.removed)} orphan(s) {verb}, {swept.freed_bytes} bytes; "
-            f"{swept.kept_young} recent one(s) left alone"
+            f"{len(swept.removed)} orphan(s) {'would be removed' if dry else 'removed'}, "
+            f"{swept.freed_bytes} bytes; {swept.kept_young} recent one(s) left alone"
         )
