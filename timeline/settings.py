@@ -184,12 +184,15 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-# No STATIC_ROOT: WhiteNoise serves straight from the finders (static/ and the apps).
+# Static files are collected (manage.py collectstatic; ./dev run and the test session do it) under
+# hashed names with gzip and Brotli copies beside them; WhiteNoise serves those, the hashed ones
+# with a year-long "immutable" cache (a new build gets new names), the rest for WHITENOISE_MAX_AGE.
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / ".data" / "static")))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
-WHITENOISE_USE_FINDERS = True
+WHITENOISE_MAX_AGE = env_int("WHITENOISE_MAX_AGE", 3600)  # names without a hash (favicon-like)
 
 # Uploads: bounded, and kept under one folder (ingest.services checks every path).
 UPLOAD_ROOT = Path(env_str("UPLOAD_ROOT", str(BASE_DIR / ".data" / "uploads")))

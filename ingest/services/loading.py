@@ -17,7 +17,7 @@ from django.db import OperationalError, connection, transaction
 from evidence.vocabulary import EventKind, Scope, Source
 from ingest import loaders, sniff, streaming
 from ingest.clients import git as git_client
-from ingest.parsers import gitlog
+from ingest.parsers import gitcommits
 from ingest.parsers.configfiles import diff_settings
 from ingest.parsers.series import mark_origins
 from ingest.parsers.types import ParseContext, ParseError, ParseResult, Setting
@@ -52,7 +52,7 @@ def parse_artifact(artifact: Artifact) -> ParseResult:
     ctx = _context(artifact)
     if artifact.kind == sniff.GIT_REPO:
         history = git_client.read_history(Path(artifact.path))
-        result = gitlog.commits_to_result(history.commits, repo=artifact.name, ctx=ctx)
+        result = gitcommits.commits_to_result(history.commits, repo=artifact.name, ctx=ctx)
         result.warnings[:0] = history.warnings
         return result
     data = storage.stored_path(artifact).read_bytes()

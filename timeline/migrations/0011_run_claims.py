@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("timeline", "0009_compressed_chunks"),
+        ("timeline", "0010_live_vocabulary"),
     ]
 
     operations = [
