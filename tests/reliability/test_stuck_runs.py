@@ -98,14 +98,16 @@ def test_an_unexpected_error_in_a_load_fails_the_artifact_with_a_clean_message(
     figures.record("unexpected error in a load (KeyError)", survived=True)
 
 
-def test_the_overflowing_prometheus_timestamp_is_a_line_error(db, incident, tmp_path):
-    """The issue's example: it is refused at its line (the parser checks the range)."""
+def test_the_overflowing_prometheus_timestamp_ends_the_load(db, incident, tmp_path):
+    """The issue's example no longer reaches the loader as an OverflowError: the sample is
+    dropped and counted in a warning, and the artifact ends done, not running."""
     path = tmp_path / "overflow.prom"
     path.write_text("# TYPE m gauge\nm 1 1795218000000\nm 2 99999999999999999999\n")
     bundles.path_register(incident=incident, path=path)
     artifact = loading.artifact_ingest(artifact_id=Artifact.objects.get(incident=incident).pk)
-    assert artifact.status == RunStatus.FAILED
-    assert artifact.error.startswith("overflow.prom:3: bad timestamp for m")
+    assert artifact.status == RunStatus.DONE, artifact.error
+    assert artifact.counts["samples"] == 1 and artifact.counts["warning_count"] == 1
+    assert "overflow.prom:3" in artifact.counts["warnings"][0]
 
 
 @pytest.mark.parametrize(
