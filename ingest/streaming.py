@@ -12,6 +12,7 @@ import mmap
 import numpy as np
 from django.db import transaction
 
+from ingest import checks
 from ingest.loaders import LoadedSamples
 from ingest.parsers import prometheus
 from ingest.parsers.series import series_repr
@@ -40,7 +41,10 @@ def stream_exposition(
             for sids, values, stamps in stream:
                 if len(stream.keys) > len(db_ids):
                     out.wait()  # creating series is a query: the connection must be free
-                    new = [SeriesSpec(k.name, k.labels) for k in stream.keys[len(db_ids) :]]
+                    keys = stream.keys[len(db_ids) :]
+                    if any(checks.series_key_problem(k.name, k.labels) for k in keys):
+                        raise prometheus.StreamFallback  # the whole-file path names the line
+                    new = [SeriesSpec(k.name, k.labels) for k in keys]
                     ids = series_ids_for(incident, artifact, new)
                     db_ids = np.concatenate([db_ids, np.asarray(ids, dtype=np.int64)])
                     given = np.concatenate([given, np.zeros(len(ids), dtype=np.int64)])

@@ -15,7 +15,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from evidence.vocabulary import EventKind, Scope, Source
-from ingest import loaders, sniff, streaming
+from ingest import checks, loaders, sniff, streaming
 from ingest.clients import git as git_client
 from ingest.parsers import gitlog
 from ingest.parsers.configfiles import diff_settings
@@ -27,6 +27,7 @@ from ingest.services.artifacts import (
     artifact_done,
     artifact_fail,
     artifact_progress,
+    load_error,
 )
 from timeline.choices import RunStatus
 from timeline.models import Artifact, Event, Incident
@@ -52,6 +53,7 @@ def parse_artifact(artifact: Artifact) -> ParseResult:
         history = git_client.read_history(Path(artifact.path))
         result = gitlog.commits_to_result(history.commits, repo=artifact.name, ctx=ctx)
         result.warnings[:0] = history.warnings
+        checks.result_check(result, artifact.name)
         return result
     data = storage.stored_path(artifact).read_bytes()
     fmt = sniff.BY_KIND.get(artifact.kind)
@@ -61,6 +63,7 @@ def parse_artifact(artifact: Artifact) -> ParseResult:
         raise ParseError(artifact.name, 0, message)
     result = fmt.parse(data, ctx)
     mark_origins(result, ctx)
+    checks.result_check(result, artifact.name, data)  # a value the database refuses: its line
     return result
 
 
@@ -180,7 +183,7 @@ def artifact_ingest(*, artifact_id: int) -> Artifact:
             artifact_done(artifact=locked, counts=counts, kind=result.kind)
     except Exception as exc:  # the transaction rolled back: record why, then re-raise
         log.exception("loading %s failed", artifact.name)
-        artifact_fail(artifact=artifact, message=f"{artifact.name}: loading failed: {exc}")
+        artifact_fail(artifact=artifact, message=load_error(artifact.name, exc))
         raise
     return locked
 
@@ -236,6 +239,6 @@ def _ingest_streaming(artifact: Artifact, started: float) -> Artifact | None:
         return None
     except Exception as exc:  # the transaction rolled back: record why, then re-raise
         log.exception("loading %s failed", artifact.name)
-        artifact_fail(artifact=artifact, message=f"{artifact.name}: loading failed: {exc}")
+        artifact_fail(artifact=artifact, message=load_error(artifact.name, exc))
         raise
     return locked
