@@ -27,13 +27,18 @@ MIN_POINTS = 3
 CLEARLY_BETTER = 0.5  # the shifted error at most this share of the error where the log was put
 
 
-def check(incident: Incident, result: ParseResult) -> list[str]:
-    """Warnings where a loaded log's resolved times disagree with the incident's metrics."""
-    own = [e for e in result.events if e.kind == EventKind.LOG_SPAN and e.attrs.get("clock")]
-    metrics_loaded = any(
-        b.key.name in GAUGES and ("source", "server_log") not in b.key.labels
-        for b in result.samples
-    )
+def check(incident: Incident, result: ParseResult | None) -> list[str]:
+    """Warnings where a loaded log's resolved times disagree with the incident's metrics.
+    ``result`` None: metrics were streamed in (no parse result): every stored window is
+    checked."""
+    if result is None:
+        own, metrics_loaded = [], True
+    else:
+        own = [e for e in result.events if e.kind == EventKind.LOG_SPAN and e.attrs.get("clock")]
+        metrics_loaded = any(
+            b.key.name in GAUGES and ("source", "server_log") not in b.key.labels
+            for b in result.samples
+        )
     spans: list[tuple[str, list[dict[str, Any]]]] = [
         (e.title.removeprefix("server log "), e.attrs["clock"]) for e in own
     ]

@@ -237,6 +237,7 @@ def _ingest_streaming(artifact: Artifact, started: float) -> Artifact | None:
             warnings = loaders.load_warnings(
                 events=loaders.LoadedEvents(), changes_given=0, changes_added=0, samples=samples
             )
+            warnings += clockcheck.check(locked.incident, None)
             counts = {
                 "events": 0,
                 "config_changes": 0,
