@@ -184,7 +184,8 @@ class Lifecycle:
                         lane=Lane.SERVER,
                         at=times[run[LOOP_STARTS - 1]],
                         ends_at=end,
-                        key=f"crash_loop:{begin.isoformat()}:{len(run)}",
+                        # by its first start only: a longer copy of the log is the same loop
+                        key=f"crash_loop:{begin.isoformat()}",
                         title=f"Crash loop: {len(run)} starts in {minutes} min",
                         body="\n".join(
                             f"- start at line {self.starts[j].line} "
@@ -213,7 +214,7 @@ class Lifecycle:
 def _start_key(at: dt.datetime, start: Start) -> str:
     text = "\x1f".join(f"{k}={v}" for k, v in start.server_args.items())
     digest = hashlib.sha256(text.encode()).hexdigest()[:16] if start.server_args else "-"
-    return f"{at.isoformat()}\x1f{digest}\x1f{start.pid or ''}"
+    return f"{at.isoformat()}\x1f{digest}"
 
 
 def _start_event(start: Start, at: dt.datetime, ends: dt.datetime, key: str) -> EventRecord:

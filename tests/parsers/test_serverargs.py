@@ -233,6 +233,9 @@ def test_reading_the_same_bytes_twice_gives_the_same_keys_and_another_file_too()
     assert keys == [e.key for e in starts(parse(RESTARTS))]
     assert keys == [e.key for e in starts(parse(RESTARTS, name="copy-of-server.log"))]
     assert len(set(keys)) == 3
+    # an excerpt that lost the uvicorn lines (no pid) names the same two configured starts
+    excerpt = "".join(line for line in RESTARTS.splitlines(True) if "Started server" not in line)
+    assert [e.key for e in starts(parse(excerpt))][:2] == keys[:2]
 
 
 def test_starts_in_quick_succession_are_a_crash_loop_symptom() -> None:
@@ -292,3 +295,19 @@ def test_a_traceback_under_one_request_is_an_error_but_no_crash() -> None:
         ("ConnectionResetError: [Errno 104] Connection reset by peer", {}),
         ("ERROR: something odd", {}),
     ]
+
+
+def test_an_older_server_args_line_without_a_time_takes_the_time_of_the_line_before() -> None:
+    # SGLang 0.2 printed it bare (https://github.com/sgl-project/sglang/issues/1100)
+    text = (
+        "[2026-11-20 08:00:00] Launching\n"
+        "server_args=ServerArgs(model_path='qwen/Qwen2-57B-A14B-Instruct-GPTQ-Int4', "
+        "additional_ports=[8001, 8002, 8003, 8004], mem_fraction_static=0.87, "
+        "chunked_prefill_size=None, schedule_policy='lpm', tp_size=2)\n"
+        "[2026-11-20 08:01:00] The server is fired up and ready to roll!\n"
+    )
+    (start,) = starts(parse(text))
+    assert start.attrs["line"] == 2
+    assert start.at.astimezone(PST).strftime("%H:%M") == "08:00"
+    assert start.attrs["server_args"]["additional_ports"] == "[8001, 8002, 8003, 8004]"
+    assert start.attrs["ready_at"] is not None
