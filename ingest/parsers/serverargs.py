@@ -14,6 +14,7 @@ comparing values is the reader's business, and the text is the evidence.
 
 from __future__ import annotations
 
+import ast
 import re
 
 MARK = "server_args=ServerArgs("
@@ -70,6 +71,17 @@ _STRING_END = {
     "'": re.compile(r"(?:[^'\\]|\\.)*'", re.DOTALL),
     '"': re.compile(r'(?:[^"\\]|\\.)*"', re.DOTALL),
 }
+
+
+def literal(value: str) -> object:
+    """A logged value as the Python value it shows (``"8192"`` -> 8192, ``"'fa3'"`` -> "fa3",
+    ``"None"`` -> None, ``"[1, 2]"`` -> [1, 2]), for comparing effective values; read with
+    :func:`ast.literal_eval`, which evaluates nothing but literals. Raises ValueError for a
+    value that is no literal (``<Policy.LPM: 'lpm'>``): compare its text then."""
+    try:
+        return ast.literal_eval(value.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+        raise ValueError(f"not a literal: {value[:60]!r}") from exc
 
 
 def _split_call(text: str, begin: int) -> list[tuple[int, str]]:

@@ -76,6 +76,18 @@ def test_values_are_kept_as_logged_with_nested_brackets_quotes_and_escapes() -> 
     }
 
 
+def test_logged_values_read_as_literals_for_effective_comparison() -> None:
+    assert serverargs.literal("8192") == 8192
+    assert serverargs.literal("'fa3'") == "fa3"
+    assert serverargs.literal("None") is None
+    assert serverargs.literal("True") is True
+    assert serverargs.literal("[1, 2]") == [1, 2]
+    assert serverargs.literal("'{}'") == "{}"
+    for text in ("<Policy.LPM: 'lpm'>", "__import__('os').system('true')", "device(type='cuda')"):
+        with pytest.raises(ValueError, match="not a literal"):
+            serverargs.literal(text)
+
+
 def test_empty_server_args_has_no_fields() -> None:
     assert serverargs.read("ServerArgs()") == {}
 
