@@ -8,13 +8,14 @@ as a failure). ``timeline.charts`` turns the result into Plotly JSON.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 
 from django.utils.html import escape
 
 from evidence.vocabulary import EventKind, Lane, harness_failed
-from timeline import charts, selectors
+from timeline import charts, live_config, selectors
 from timeline.analysis import current_analysis
 from timeline.choices import FindingKind
 from timeline.models import Incident, Note
@@ -58,6 +59,15 @@ def timeline_figure_data(
         )
         for e in selectors.timeline_events(incident, start, end)
     ]
+    # Server starts: the hover says what each changed against the start before it.
+    if any(m.lane == Lane.LIVE_CONFIG for m in markers):
+        live = live_config.hover_texts(incident)
+        markers = [
+            dataclasses.replace(m, title=live[m.id])
+            if m.lane == Lane.LIVE_CONFIG and isinstance(m.id, int) and m.id in live
+            else m
+            for m in markers
+        ]
     # Operators' notes on their own lane; a click opens "n<id>". Escaped: plotly renders a few
     # HTML tags in hover text, and a note is user input.
     notes = Note.objects.filter(incident=incident)

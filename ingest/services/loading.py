@@ -21,7 +21,7 @@ from ingest.parsers import gitcommits
 from ingest.parsers.configfiles import diff_settings
 from ingest.parsers.series import mark_origins
 from ingest.parsers.types import ParseContext, ParseError, ParseResult, Setting
-from ingest.services import storage
+from ingest.services import clockcheck, storage
 from ingest.services.artifacts import (
     artifact_claim,
     artifact_done,
@@ -84,6 +84,8 @@ def result_load(*, artifact: Artifact, result: ParseResult) -> dict[str, Any]:
         samples=samples,
     )
     warnings += result.warnings
+    # server-log times a DST change made ambiguous, against epoch-stamped metrics
+    warnings += clockcheck.check(incident, result)
     for path in sorted({e.attrs["path"] for e in result.events if e.attrs.get("state")}):
         added, notes = doc_states_chain(incident=incident, path=path)
         changes += added
@@ -237,6 +239,7 @@ def _ingest_streaming(artifact: Artifact, started: float) -> Artifact | None:
             warnings = loaders.load_warnings(
                 events=loaders.LoadedEvents(), changes_given=0, changes_added=0, samples=samples
             )
+            warnings += clockcheck.check(locked.incident, None)
             counts = {
                 "events": 0,
                 "config_changes": 0,
