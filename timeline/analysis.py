@@ -14,7 +14,7 @@ import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
-from evidence.vocabulary import EventKind
+from evidence.vocabulary import EventKind, SymptomKind
 from timeline.choices import FindingKind, RunStatus
 from timeline.correlation import engine
 from timeline.correlation import weights as correlation_weights
@@ -23,11 +23,14 @@ from timeline.correlation.types import (
     HarnessRun,
     Inputs,
     LogSpan,
+    LogSymptom,
     Marks,
     Params,
     Request,
     Result,
     Series,
+    ServerStart,
+    Suspect,
 )
 from timeline.metrics import reader
 from timeline.models import Analysis, ConfigChange, Finding, Incident
@@ -113,18 +116,78 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
             )
             for row in cur.fetchall()
         )
+        starts, errors = _load_live(cur, incident)
     return Inputs(
         changes=changes,
         requests=requests,
         log_spans=spans,
         series=_load_series(incident),
         harness=harness,
+        starts=starts,
+        errors=errors,
         marks=Marks(last_good=incident.last_good_at, first_bad=incident.first_bad_at),
         params=params or Params(),
     )
 
 
 _UNIX_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_SYMPTOM_KINDS = frozenset(SymptomKind)
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _iso_or_none(value: Any) -> dt.datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        t = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return t if t.utcoffset() is not None else None
+
+
+def _load_live(
+    cur: Any, incident: Incident
+) -> tuple[tuple[ServerStart, ...], tuple[LogSymptom, ...]]:
+    """The server starts (their logged configuration) and the server errors the log parser
+    classified as symptoms (crash, watchdog timeout, OOM ...)."""
+    cur.execute(
+        "SELECT e.id, (EXTRACT(EPOCH FROM e.at) * 1000000)::int8, "
+        "(EXTRACT(EPOCH FROM e.ends_at) * 1000000)::int8, e.attrs, COALESCE(a.name, '') "
+        "FROM timeline_event e LEFT JOIN timeline_artifact a ON a.id = e.artifact_id "
+        "WHERE e.incident_id = %s AND e.kind = %s ORDER BY e.at, e.id",
+        [incident.pk, EventKind.SERVER_START],
+    )
+    starts = []
+    for pk, at, ends, raw, name in cur.fetchall():
+        attrs = _json(raw) or {}
+        line = attrs.get("line")
+        starts.append(
+            ServerStart(
+                ref=pk,
+                at=_from_us(at),
+                line=line if isinstance(line, int) else 0,
+                server_args=_str_map(attrs.get("server_args")),
+                env=_str_map(attrs.get("env")),
+                ready_at=_iso_or_none(attrs.get("ready_at")),
+                ends_at=None if ends is None else _from_us(ends),
+                where=name,
+            )
+        )
+    cur.execute(
+        "SELECT id, (EXTRACT(EPOCH FROM at) * 1000000)::int8, attrs->>'symptom', title "
+        "FROM timeline_event WHERE incident_id = %s AND kind = %s "
+        "AND attrs ? 'symptom' ORDER BY at, id",
+        [incident.pk, EventKind.LOG_ERROR],
+    )
+    errors = tuple(
+        LogSymptom(ref=pk, at=_from_us(at), kind=SymptomKind(kind), title=title)
+        for pk, at, kind, title in cur.fetchall()
+        if kind in _SYMPTOM_KINDS
+    )
+    return tuple(starts), errors
 
 
 def _from_us(us: int) -> dt.datetime:
@@ -321,6 +384,7 @@ def _findings(analysis: Analysis, result: Result) -> list[Finding]:
                     "new": s.change.new,
                     "sources": list(s.sources or s.change.sources),
                     "reasons": list(s.reasons),
+                    **live_data(s),
                 },
             )
         )
@@ -377,6 +441,11 @@ def _findings(analysis: Analysis, result: Result) -> list[Finding]:
             )
         )
     return rows
+
+
+def live_data(s: Suspect) -> dict[str, Any]:
+    """What the server logs showed about a suspect (empty without server starts)."""
+    return engine.live_json(s)
 
 
 def _change_title(c: Change) -> str:
