@@ -36,16 +36,10 @@ from timeline.correlation.types import Inputs, Result  # noqa: E402
 TEST_SEEDS = frozenset(range(1000))
 
 
-def _inputs(world: World, via: str) -> tuple[Inputs, bool]:
-    """The incident's inputs; the flag says whether the server starts had to come from the
-    simulation (the log parser of this checkout does not emit server_start events yet)."""
+def _inputs(world: World, via: str) -> Inputs:
     if via == "inputs":
-        return world_inputs(world), False
-    inputs = parse_inputs(render(world), world.scenario.tz)
-    if world.scenario.logs and not inputs.starts:
-        built = world_inputs(world)
-        return dataclasses.replace(inputs, starts=built.starts, errors=built.errors), True
-    return inputs, False
+        return world_inputs(world)
+    return parse_inputs(render(world), world.scenario.tz)
 
 
 def _rank(world: World, result: Result) -> int | None:
@@ -67,7 +61,6 @@ def main() -> int:
     names = sorted(SITUATIONS)
     stats: Counter[tuple[str, str]] = Counter()
     misses: list[str] = []
-    bridged = 0
     started = time.perf_counter()
     for n in range(args.incidents):
         name = names[n % len(names)]
@@ -76,8 +69,7 @@ def main() -> int:
         stats[name, "n"] += 1
         try:
             world = simulate(scenario(name, seed))
-            inputs, was_bridged = _inputs(world, args.via)
-            bridged += was_bridged
+            inputs = _inputs(world, args.via)
             result = analyze(inputs)
             before = analyze(dataclasses.replace(inputs, starts=(), errors=()))
         except Exception:  # a crash is a figure of this benchmark, never a stop
@@ -105,11 +97,6 @@ def main() -> int:
         print(
             f"{name:28} {n:>4} {100 * top1 / n:>6.1f}% {100 * top3 / n:>6.1f}% {crash:>5} "
             f"{100 * before1 / n:>12.1f}%"
-        )
-    if bridged:
-        print(
-            f"{bridged} incidents took their server starts from the simulation: this checkout's "
-            "log parser emits no server_start events"
         )
     for line in misses[: args.show]:
         print("miss:", line)

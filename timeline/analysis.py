@@ -12,9 +12,11 @@ from typing import Any
 
 import numpy as np
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
-from evidence.vocabulary import EventKind, SymptomKind
+from evidence.vocabulary import EventKind
+from timeline import live_inputs, runs
 from timeline.choices import FindingKind, RunStatus
 from timeline.correlation import engine
 from timeline.correlation import weights as correlation_weights
@@ -23,13 +25,11 @@ from timeline.correlation.types import (
     HarnessRun,
     Inputs,
     LogSpan,
-    LogSymptom,
     Marks,
     Params,
     Request,
     Result,
     Series,
-    ServerStart,
     Suspect,
 )
 from timeline.metrics import reader
@@ -116,7 +116,7 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
             )
             for row in cur.fetchall()
         )
-        starts, errors = _load_live(cur, incident)
+        starts, errors = live_inputs.load_live(cur, incident)
     return Inputs(
         changes=changes,
         requests=requests,
@@ -131,63 +131,6 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
 
 
 _UNIX_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_SYMPTOM_KINDS = frozenset(SymptomKind)
-
-
-def _str_map(value: Any) -> dict[str, str]:
-    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
-
-
-def _iso_or_none(value: Any) -> dt.datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        t = dt.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return t if t.utcoffset() is not None else None
-
-
-def _load_live(
-    cur: Any, incident: Incident
-) -> tuple[tuple[ServerStart, ...], tuple[LogSymptom, ...]]:
-    """The server starts (their logged configuration) and the server errors the log parser
-    classified as symptoms (crash, watchdog timeout, OOM ...)."""
-    cur.execute(
-        "SELECT e.id, (EXTRACT(EPOCH FROM e.at) * 1000000)::int8, "
-        "(EXTRACT(EPOCH FROM e.ends_at) * 1000000)::int8, e.attrs, COALESCE(a.name, '') "
-        "FROM timeline_event e LEFT JOIN timeline_artifact a ON a.id = e.artifact_id "
-        "WHERE e.incident_id = %s AND e.kind = %s ORDER BY e.at, e.id",
-        [incident.pk, EventKind.SERVER_START],
-    )
-    starts = []
-    for pk, at, ends, raw, name in cur.fetchall():
-        attrs = _json(raw) or {}
-        line = attrs.get("line")
-        starts.append(
-            ServerStart(
-                ref=pk,
-                at=_from_us(at),
-                line=line if isinstance(line, int) else 0,
-                server_args=_str_map(attrs.get("server_args")),
-                env=_str_map(attrs.get("env")),
-                ready_at=_iso_or_none(attrs.get("ready_at")),
-                ends_at=None if ends is None else _from_us(ends),
-                where=name,
-            )
-        )
-    cur.execute(
-        "SELECT id, (EXTRACT(EPOCH FROM at) * 1000000)::int8, attrs->>'symptom', title "
-        "FROM timeline_event WHERE incident_id = %s AND kind = %s "
-        "AND attrs ? 'symptom' ORDER BY at, id",
-        [incident.pk, EventKind.LOG_ERROR],
-    )
-    errors = tuple(
-        LogSymptom(ref=pk, at=_from_us(at), kind=SymptomKind(kind), title=title)
-        for pk, at, kind, title in cur.fetchall()
-        if kind in _SYMPTOM_KINDS
-    )
-    return tuple(starts), errors
 
 
 def _from_us(us: int) -> dt.datetime:
@@ -270,13 +213,21 @@ def _load_series(incident: Incident) -> tuple[Series, ...]:
     return tuple(out)
 
 
-def _claim(incident: Incident, version: int) -> Analysis | None:
+def _claim(incident: Incident, version: int, worker: str) -> Analysis | None:
     analysis, _ = Analysis.objects.get_or_create(
         incident=incident, version=version, defaults={"status": RunStatus.PENDING}
     )
+    now = timezone.now()
     claimed = Analysis.objects.filter(
         pk=analysis.pk, status__in=[RunStatus.PENDING, RunStatus.RUNNING]
-    ).update(status=RunStatus.RUNNING, started_at=timezone.now(), error="")
+    ).update(
+        status=RunStatus.RUNNING,
+        started_at=now,
+        error="",
+        claimed_by=worker,
+        heartbeat_at=now,
+        attempts=F("attempts") + 1,
+    )
     return analysis if claimed else None
 
 
@@ -287,9 +238,15 @@ def analysis_run(*, incident_id: int, version: int | None = None) -> Analysis | 
         version = incident.analysis_version
     if version < incident.analysis_version:
         return None  # a newer request exists; its run will do the work
-    analysis = _claim(incident, version)
+    worker = runs.worker_id()
+    analysis = _claim(incident, version, worker)
     if analysis is None:
         return Analysis.objects.get(incident=incident, version=version)
+    with runs.Heartbeat("timeline_analysis", analysis.pk, worker):  # alive while it runs
+        return _run(incident, version, analysis)
+
+
+def _run(incident: Incident, version: int, analysis: Analysis) -> Analysis | None:
     params = Params()
     try:
         inputs = load_inputs(incident, params)

@@ -4,42 +4,34 @@ still ranks first."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
-from tests.correlation.livestory import World, simulate, world_inputs
+from tests.correlation.livestory import World, simulate
 from tests.correlation.realformat import parse_inputs, render
 from tests.correlation.situations import SITUATIONS, scenario
 from timeline.correlation import keys
 from timeline.correlation.engine import analyze
-from timeline.correlation.types import Inputs, Result
+from timeline.correlation.types import Result
 
 # The DST night needs the log parser's resolution of repeated local times (the ingest half of
 # issue 13); it runs in test_scenarios.py on engine inputs meanwhile.
 REAL = sorted(set(SITUATIONS) - {"dst_night"})
 
 
-def _read(world: World) -> Inputs:
-    files = render(world)
-    inputs = parse_inputs(files, world.scenario.tz)
-    if world.scenario.logs and not inputs.starts:
-        # Until the log parser emits server_start events and crash symptoms (the ingest half of
-        # issue 13), the starts come from the same simulation as the log text.
-        built = world_inputs(world)
-        inputs = dataclasses.replace(inputs, starts=built.starts, errors=built.errors)
-    return inputs
-
-
 def _analyse(name: str, seed: int) -> tuple[World, Result]:
     world = simulate(scenario(name, seed))
-    return world, analyze(_read(world))
+    return world, analyze(parse_inputs(render(world), world.scenario.tz))
 
 
 @pytest.mark.parametrize("name", REAL)
 def test_the_culprit_ranks_first_when_read_from_real_files(name):
     world, result = _analyse(name, 21)
 
+    if world.scenario.logs:
+        assert result.restarts and result.suspects[0].live is not None
+    if world.crashes:
+        at_first = {s.kind for s in result.symptoms if s.at == result.first_bad}
+        assert world.scenario.symptom in at_first
     fields = frozenset(world.starts[0][1])
     top = result.suspects[0].change
     assert keys.canonical(top.key, top.scope, fields) == world.scenario.culprit
@@ -57,6 +49,10 @@ def test_the_files_are_the_real_formats():
     inputs = parse_inputs(files, world.scenario.tz)
     assert len(inputs.requests) == len(world.requests)
     assert {c.key for c in inputs.changes} >= {"SGLANG_ENABLE_PDL"}
+    # The log parser reads every start with its ServerArgs, as logged.
+    assert len(inputs.starts) == len(world.starts)
+    assert inputs.starts[0].server_args["chunked_prefill_size"] == "8192"
+    assert inputs.starts[0].server_args["model_path"] == "'deepseek-ai/DeepSeek-V4'"
 
 
 def test_the_doc_records_are_dated_in_the_servers_time_zone():
