@@ -344,11 +344,8 @@ def _analyze_live(
     changes, deployments = transitions(intervals, recorded)
     kind = next((s.kind for s in symptoms if s.at >= first.at), SymptomKind.WEDGE)
     ranking = rank_live(intervals, changes, deployments, first.at, kind, inputs.marks, params)
-    if ranking is None:
-        return None, [
-            f"the first bad moment ({fmt_time(first.at)}) is before the first logged server "
-            "start: the recorded changes are ranked by when they were recorded"
-        ]
+    if isinstance(ranking, str):
+        return None, [ranking]
     blind = [i for i in intervals if not i.logged_args]
     if blind:
         warnings.append(
@@ -453,6 +450,7 @@ def live_json(s: Suspect) -> dict[str, Any]:
             "before": live.before,
             "after": live.after,
             "live_at": _iso(live.live_at),
+            "live_at_text": fmt_time(live.live_at) if live.live_at else "",
             "live_where": live.live_where,
             "assumed": live.assumed,
             "verdict": live.verdict,

@@ -149,6 +149,7 @@ class LiveFacts:
     evidence_for: tuple[str, ...] = ()
     evidence_against: tuple[str, ...] = ()
     recorded_at: dt.datetime | None = None  # when a doc/commit recorded it (None: drift)
+    points: float = 0.0  # the score without the name prior: what the evidence alone says
 
 
 @dataclass(frozen=True)

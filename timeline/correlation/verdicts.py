@@ -256,22 +256,26 @@ def _suspect(
         evidence_for=ev.for_lines,
         evidence_against=ev.against_lines,
         recorded_at=recorded_at,
+        points=round(ev.points, 3),
     )
     return Suspect(change, score, reasons, sources, facts)
 
 
 def _bisect(suspects: Sequence[Suspect], need: dt.timedelta) -> list[str]:
+    """When the evidence leaves several suspects level (their scores without the name prior
+    within SEPARATION of the best), the order to revert them in and what each outcome means."""
     remaining = [s for s in suspects if s.live is not None and s.live.verdict != CLEARED]
-    if not remaining:
+    if not remaining or remaining[0].live is None:
         return []
-    top = remaining[0].score
-    tied = [s for s in remaining if top - s.score < SEPARATION]
+    best = max(s.live.points for s in remaining if s.live is not None)
+    tied = [s for s in remaining if s.live is not None and best - s.live.points < SEPARATION]
     if len(tied) < 2:
         return []
     names = ", ".join(s.change.key for s in tied)
     plan = [
         f"The evidence cannot separate {len(tied)} suspects ({names}): no start ran one of them "
-        "without the others long enough to tell. Revert them one at a time, in this order:"
+        "without the others long enough to tell, so only the weak name prior orders them. "
+        "Revert them one at a time, in this order:"
     ]
     for n, s in enumerate(tied, start=1):
         plan.append(
@@ -294,11 +298,15 @@ def rank_live(
     kind: str,
     marks: Marks,
     params: Params,
-) -> LiveRanking | None:
-    """The live suspects, or None when first bad precedes every logged start."""
+) -> LiveRanking | str:
+    """The live suspects, or why the starts cannot tell (then the recorded changes are ranked
+    by when they were recorded)."""
     bad = interval_at(intervals, first_bad)
     if bad is None:
-        return None
+        return (
+            f"the first bad moment ({fmt_time(first_bad)}) is before the first logged server "
+            "start: the recorded changes are ranked by when they were recorded"
+        )
     need = params.stable_load_min
     warnings: list[str] = []
     good, reason = find_good(intervals, bad, marks, need)
@@ -310,7 +318,11 @@ def rank_live(
             f"first logged start ({compare.label()})"
         )
     if compare is None:
-        return None
+        return (
+            f"the first bad moment ({fmt_time(first_bad)}) falls in the first logged start "
+            f"({bad.label()}): no earlier start shows what ran before it, so the recorded "
+            "changes are ranked by when they were recorded"
+        )
     differences = diff(compare, bad)
     suspects = []
     for key, _before, _after in differences:
