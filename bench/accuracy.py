@@ -55,6 +55,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--via", choices=("files", "inputs"), default="files")
     parser.add_argument("--show", type=int, default=5, help="misses to print")
+    parser.add_argument("--traceback", action="store_true", help="print each crash's traceback")
     args = parser.parse_args()
 
     draw = random.Random(args.seed)
@@ -72,9 +73,11 @@ def main() -> int:
             inputs = _inputs(world, args.via)
             result = analyze(inputs)
             before = analyze(dataclasses.replace(inputs, starts=(), errors=()))
-        except Exception:  # a crash is a figure of this benchmark, never a stop
+        except Exception as exc:  # a crash is a figure of this benchmark, never a stop
             stats[name, "crash"] += 1
-            misses.append(f"{name} seed {seed}: crashed\n{traceback.format_exc(limit=3)}")
+            misses.append(f"{name} seed {seed}: crashed: {type(exc).__name__}: {exc}")
+            if args.traceback:
+                traceback.print_exc()
             continue
         rank = _rank(world, result)
         stats[name, "top1"] += rank == 1

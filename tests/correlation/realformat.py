@@ -118,8 +118,21 @@ def render_log(w: World) -> str:
     return "\n".join(text.rstrip("\n") for _, _, text in lines) + "\n"
 
 
-def _item_value(key: str, value: object) -> str:
-    flag = key if key.isupper() else "--" + key.replace("_", "-")
+def _spelled(key: str, at: dt.datetime) -> str:
+    """How a doc writes a setting: usually the whole flag, sometimes an argparse prefix of it
+    (``--chunked-prefill``) when no other field starts the same way, as people type them."""
+    if key.isupper():
+        return key
+    words = key.split("_")
+    short = "_".join(words[:-1])
+    unique = len(words) > 2 and [f for f in BASE_ARGS if f.startswith(short)] == [key]
+    if unique and int(at.timestamp()) % 3 == 0:
+        return "--" + short.replace("_", "-")
+    return "--" + key.replace("_", "-")
+
+
+def _item_value(key: str, value: object, at: dt.datetime) -> str:
+    flag = _spelled(key, at)
     if value is None or value is False:
         return f"remove {flag}"
     if value is True:
@@ -135,7 +148,7 @@ def render_doc(w: World) -> str:
     items = []
     for at, key, _old, new in w.records:
         stamp = at.astimezone(tz).strftime("%Y-%m-%d %H:%M")
-        items.append(f"- {stamp} {_item_value(key, new)}")
+        items.append(f"- {stamp} {_item_value(key, new, at)}")
     return "\n".join(
         [
             "# DSV4 deployment (SGLang)",

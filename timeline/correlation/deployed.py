@@ -154,13 +154,14 @@ def _deployment(
             f"{what}: the server already ran {keys.shown(before[-1].value(key))} from "
             f"{since.label()}, before it was recorded",
         )
-    if after and keys.same_value(after[0].value(key), change.old, scope) and change.new is None:
+    ran_before = before[-1].value(key) if before else change.old
+    if after and change.new is None and keys.same_value(after[0].value(key), ran_before, scope):
         return Deployment(
             change,
             key,
             after[0],
             "no effect",
-            f"{what}: no effective change, the server still ran {keys.shown(change.old)} "
+            f"{what}: no effective change, the server still ran {keys.shown(ran_before)} "
             f"(its default) from {after[0].label()}",
         )
     if not after:

@@ -226,6 +226,9 @@ def _require_aware(inputs: Inputs) -> None:
         named += [(f"log span {span.ref}", span.start), (f"log span {span.ref}", span.end)]
     named += [(f"harness run {run.ref}", run.at) for run in inputs.harness]
     named += [(f"series {s.name}", s.ts[0]) for s in inputs.series if s.ts]
+    for st in inputs.starts:
+        named += [(f"server start {st.ref}", st.at), (f"server start {st.ref}", st.ends_at)]
+    named += [(f"server error {e.ref}", e.at) for e in inputs.errors]
     for what, t in named:
         if t is not None and t.utcoffset() is None:
             raise ValueError(f"{what}: expected an aware UTC datetime, got naive {t.isoformat()}")

@@ -113,7 +113,9 @@ def build_intervals(
         values = dict(carried)
         assumed = set(values)
         if start.server_args:
-            for key in [k for k in values if not keys.is_env(k) and k in fields]:
+            # The logged ServerArgs is every flag that ran: a recorded flag that names no field
+            # of it (argparse refuses an ambiguous prefix) did not run.
+            for key in [k for k in values if not keys.is_env(k)]:
                 del values[key]
                 assumed.discard(key)
             values.update(start.server_args)
