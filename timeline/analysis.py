@@ -277,7 +277,16 @@ def _run(incident: Incident, version: int, analysis: Analysis) -> Analysis | Non
         analysis.weights = correlation_weights.weights(params)
         analysis.result = payload
         analysis.finished_at = timezone.now()
-        analysis.save()
+        analysis.save(  # not the claim's fields: the row read before the claim has old ones
+            update_fields=[
+                "status",
+                "params",
+                "weights_version",
+                "weights",
+                "result",
+                "finished_at",
+            ]
+        )
         Analysis.objects.filter(
             incident=incident, version__lt=version, status=RunStatus.DONE
         ).update(status=RunStatus.SUPERSEDED)

@@ -57,7 +57,7 @@ def artifact_done(*, artifact: Artifact, counts: dict[str, Any], kind: str = "")
     artifact.kind = kind or artifact.kind
     artifact.finished_at = timezone.now()
     artifact.counts = counts
-    artifact.save()
+    artifact.save(update_fields=["status", "progress", "kind", "finished_at", "counts"])
     return artifact
 
 
