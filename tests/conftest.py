@@ -178,12 +178,15 @@ class Worker:
     """A celery worker process on this session's queues (both, unless told), against the test
     database."""
 
-    def __init__(self, log: Path, upload_root: Path, queues: list[str] | None = None) -> None:
+    def __init__(
+        self, log: Path, upload_root: Path, queues: list[str] | None = None, beat: bool = False
+    ) -> None:
         from timeline.celery import queues as session_queues
 
         self.log = log
         self.upload_root = upload_root
         self.queues = queues or session_queues(os.environ["CELERY_QUEUE"])  # ingest + analysis
+        self.beat = beat  # -B: this worker also runs beat (the reaper, the uploads sweep)
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -212,11 +215,13 @@ class Worker:
                 ",".join(self.queues),
                 "-n",
                 f"test-{uuid.uuid4().hex[:6]}@%h",
+                *(["-B", "-s", str(self.log.with_suffix(".beat-schedule"))] if self.beat else []),
             ],
             cwd=ROOT,
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own group: beat's process goes with it
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -228,9 +233,9 @@ class Worker:
         raise RuntimeError(f"celery worker not ready after 60 s; see {self.log}")
 
     def kill(self) -> None:
-        """SIGKILL: what a crash or an OOM kill does."""
+        """SIGKILL: what a crash or an OOM kill does (to the worker and beat, if it runs it)."""
         if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
+            os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=30)
 
     def stop(self) -> None:
