@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("timeline", "0010_live_vocabulary"),
+        ("timeline", "0011_run_claims"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
