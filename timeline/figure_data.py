@@ -38,6 +38,55 @@ def trace_name(labels: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(interesting.items()))
 
 
+LEGEND_CHARS = 22
+
+
+def legend_labels(labels: list[dict[str, str]], origins: list[str]) -> list[str]:
+    """Short legend entries for the series of one panel: what tells each from the others.
+
+    Labels every series shares are left out; when one label alone tells them all apart, that
+    label (the shortest such: ``gpu=3`` rather than a UUID); else the rest, cut to LEGEND_CHARS
+    (the hover shows the whole name)."""
+    if len(labels) < 2:
+        return [""] * len(labels)
+    pairs = [
+        {k: v for k, v in lab.items() if k not in {"model_name", "__name__"}} for lab in labels
+    ]
+    common = set.intersection(*(set(p.items()) for p in pairs))
+    distinct = sorted(
+        (
+            k
+            for k in set.intersection(*(set(p) for p in pairs))
+            if len({p[k] for p in pairs}) == len(pairs)
+        ),
+        key=lambda k: (max(len(f"{k}={p[k]}") for p in pairs), k),
+    )
+    rest = [{k: v for k, v in p.items() if (k, v) not in common} for p in pairs]
+    if not distinct:
+        # Leave out, one at a time, a label that the series having it all share, while the
+        # rest still tells every series apart (source=server_log of two server-log series).
+        shared = sorted(
+            {(k, v) for p in rest for k, v in p.items() if all(q.get(k, v) == v for q in rest)}
+        )
+        for k, v in shared:
+            trial = [{kk: vv for kk, vv in p.items() if (kk, vv) != (k, v)} for p in rest]
+            texts = [_pairs_text(p) for p in trial]
+            if all(texts) and len(set(texts)) == len(texts):
+                rest = trial
+    out = []
+    for p, r, origin in zip(pairs, rest, origins, strict=True):
+        if distinct:
+            text = f"{distinct[0]}={p[distinct[0]]}"
+        else:
+            text = _pairs_text(r) or origin or "series"
+        out.append(text if len(text) <= LEGEND_CHARS else text[: LEGEND_CHARS - 1] + "…")
+    return out
+
+
+def _pairs_text(pairs: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(pairs.items()))
+
+
 def timeline_figure_data(
     incident: Incident,
     start: dt.datetime | None = None,
@@ -110,15 +159,17 @@ def timeline_figure_data(
     )
     panels = []
     for name in names:
+        mine = [p for p in points if p.name == name]
+        labels = legend_labels([p.labels for p in mine], [p.origin for p in mine])
         traces = [
             charts.Trace(
                 # two exporters' unlabelled series differ only by the file they came from
                 name=" ".join(filter(None, [trace_name(p.labels) or name, p.origin])),
                 ts_ms=p.ts,
                 values=p.values,
+                label=label,
             )
-            for p in points
-            if p.name == name
+            for p, label in zip(mine, labels, strict=True)
         ]
         if traces:
             panels.append(charts.Panel(title=titles.get(name, name), traces=traces))
