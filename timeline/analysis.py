@@ -313,7 +313,7 @@ def _findings(analysis: Analysis, result: Result) -> list[Finding]:
                 score=s.score,
                 at=s.change.at,
                 event_id=s.change.ref,
-                title=_change_title(s.change),
+                title=change_title(s.change),
                 explanation="\n".join(f"- {r}" for r in s.reasons),
                 data={
                     "key": s.change.key,
@@ -332,7 +332,7 @@ def _findings(analysis: Analysis, result: Result) -> list[Finding]:
                 rank=rank,
                 at=e.change.at,
                 event_id=e.change.ref,
-                title=_change_title(e.change),
+                title=change_title(e.change),
                 explanation=e.reason,
                 data={"key": e.change.key, "old": e.change.old, "new": e.change.new},
             )
@@ -379,7 +379,7 @@ def _findings(analysis: Analysis, result: Result) -> list[Finding]:
     return rows
 
 
-def _change_title(c: Change) -> str:
+def change_title(c: Change) -> str:
     old = "(unset)" if c.old is None else c.old
     new = "(unset)" if c.new is None else c.new
     return f"{c.key}: {old} → {new}"[:500]

@@ -11,13 +11,17 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from django.db.models import Max, Min
 from django.utils.html import escape
 
 from evidence.vocabulary import EventKind, Lane, harness_failed
 from timeline import charts, selectors
-from timeline.analysis import current_analysis
+from timeline.analysis import change_title, current_analysis, load_changes
 from timeline.choices import FindingKind
-from timeline.models import Incident, Note
+from timeline.correlation.config_state import merge_changes
+from timeline.correlation.types import Change, Params
+from timeline.models import Event, Incident, Note, Series
+from timeline.verdict import TOP_SUSPECTS_ON_CHARTS
 
 MAX_PICKED_SERIES = 12
 NOTE_TITLE_CHARS = 160
@@ -37,6 +41,32 @@ def trace_name(labels: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(interesting.items()))
 
 
+def merged_changes(incident: Incident) -> list[Change]:
+    """The incident's config changes merged as the analysis merges them (same key and value
+    recorded by several sources within its window): one per change, its sources listed."""
+    return merge_changes(load_changes(incident), Params().same_change_window)
+
+
+SPAN_PADDING = 0.02
+
+
+def incident_span(incident: Incident) -> tuple[dt.datetime, dt.datetime] | None:
+    """From the first to the last thing recorded (events and metric samples), padded a little;
+    None for an incident with no data yet."""
+    events = Event.objects.filter(incident=incident).aggregate(
+        lo=Min("at"), hi=Max("at"), end=Max("ends_at")
+    )
+    series = Series.objects.filter(incident=incident).aggregate(
+        lo=Min("first_ts"), hi=Max("last_ts")
+    )
+    times = [t for t in (*events.values(), *series.values()) if t is not None]
+    if not times:
+        return None
+    lo, hi = min(times), max(times)
+    pad = max((hi - lo) * SPAN_PADDING, dt.timedelta(minutes=1))
+    return lo - pad, hi + pad
+
+
 def timeline_figure_data(
     incident: Incident,
     start: dt.datetime | None = None,
@@ -48,6 +78,8 @@ def timeline_figure_data(
     """Events, notes and symptom findings on their lanes; the picked metric panels (the default
     ones if none is picked) downsampled to ``max_points`` per trace; last known good and first bad
     (an operator's mark, else the current analysis'), all within [start, end] when given."""
+    # Config changes are drawn once per merged change (a doc and a commit recording the same
+    # change are one marker, its sources in the hover), as the analysis sees them.
     markers = [
         charts.Marker(
             id=e["id"],
@@ -57,7 +89,18 @@ def timeline_figure_data(
             failed=e["kind"] == EventKind.HARNESS_RUN and harness_failed(e["status"]),
         )
         for e in selectors.timeline_events(incident, start, end)
+        if e["kind"] != EventKind.CONFIG_CHANGE
     ]
+    markers.extend(
+        charts.Marker(
+            id=c.ref,
+            at=c.at,
+            lane=Lane.CONFIG,
+            title=escape(change_title(c)) + "<br>sources: " + escape(", ".join(c.sources)),
+        )
+        for c in merged_changes(incident)
+        if (start is None or c.at >= start) and (end is None or c.at <= end)
+    )
     # Operators' notes on their own lane; a click opens "n<id>". Escaped: plotly renders a few
     # HTML tags in hover text, and a note is user input.
     notes = Note.objects.filter(incident=incident)
@@ -89,6 +132,19 @@ def timeline_figure_data(
         if ends:
             spans.append((f.at, dt.datetime.fromisoformat(ends)))
     found = {f.kind: f.at for f in findings if f.kind != FindingKind.SYMPTOM}
+    suspects = [
+        charts.SuspectLine(
+            rank=f.rank, key=str((f.data or {}).get("key") or f.title), at=f.at, title=f.title
+        )
+        for f in (
+            analysis.findings.filter(
+                kind=FindingKind.SUSPECT, rank__lte=TOP_SUSPECTS_ON_CHARTS
+            ).order_by("rank")
+            if analysis
+            else []
+        )
+        if f.at is not None
+    ]
 
     titles = dict(selectors.DEFAULT_PANELS)
     order = {name: i for i, name in enumerate(titles)}
@@ -119,7 +175,8 @@ def timeline_figure_data(
             first_bad=incident.first_bad_at or found.get(FindingKind.FIRST_BAD),
             last_good=incident.last_good_at or found.get(FindingKind.LAST_GOOD),
             symptom_spans=spans,
-            x_range=(start, end) if start and end else None,
+            x_range=(start, end) if start and end else incident_span(incident),
+            suspects=suspects,
         ),
         points=points,
     )

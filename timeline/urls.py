@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from timeline.views import incidents
+from timeline.views import incidents, live
 
 urlpatterns = [
     path("", incidents.incident_list, name="incident_list"),
@@ -10,6 +10,7 @@ urlpatterns = [
     path("incidents/<slug:slug>/", incidents.incident_timeline, name="incident_timeline"),
     path("incidents/<slug:slug>/timeline.json", incidents.timeline_data, name="timeline_data"),
     path("incidents/<slug:slug>/events/", incidents.event_table, name="event_table"),
+    path("incidents/<slug:slug>/version", live.version, name="incident_version"),
     path(
         "incidents/<slug:slug>/analysis-status", incidents.analysis_status, name="analysis_status"
     ),
