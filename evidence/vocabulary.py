@@ -230,7 +230,13 @@ class LogSpanAttrs(TypedDict):
 
 
 class LogErrorAttrs(TypedDict, total=False):
-    """A server error carries its traceback in the event body, nothing in attrs."""
+    """A server error carries its traceback in the event body. ``symptom`` (a SymptomKind
+    value) says what it shows when it is one: a crash, a watchdog timeout, an OOM, or a crash
+    loop (several starts in a short time: ``starts`` of them, ``went_down`` seen to go down)."""
+
+    symptom: str
+    starts: int
+    went_down: int
 
 
 class StackDumpAttrs(TypedDict, total=False):

@@ -12,9 +12,11 @@ from typing import Any
 
 import numpy as np
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from evidence.vocabulary import EventKind
+from timeline import runs
 from timeline.choices import FindingKind, RunStatus
 from timeline.correlation import engine
 from timeline.correlation import weights as correlation_weights
@@ -207,13 +209,21 @@ def _load_series(incident: Incident) -> tuple[Series, ...]:
     return tuple(out)
 
 
-def _claim(incident: Incident, version: int) -> Analysis | None:
+def _claim(incident: Incident, version: int, worker: str) -> Analysis | None:
     analysis, _ = Analysis.objects.get_or_create(
         incident=incident, version=version, defaults={"status": RunStatus.PENDING}
     )
+    now = timezone.now()
     claimed = Analysis.objects.filter(
         pk=analysis.pk, status__in=[RunStatus.PENDING, RunStatus.RUNNING]
-    ).update(status=RunStatus.RUNNING, started_at=timezone.now(), error="")
+    ).update(
+        status=RunStatus.RUNNING,
+        started_at=now,
+        error="",
+        claimed_by=worker,
+        heartbeat_at=now,
+        attempts=F("attempts") + 1,
+    )
     return analysis if claimed else None
 
 
@@ -224,9 +234,15 @@ def analysis_run(*, incident_id: int, version: int | None = None) -> Analysis | 
         version = incident.analysis_version
     if version < incident.analysis_version:
         return None  # a newer request exists; its run will do the work
-    analysis = _claim(incident, version)
+    worker = runs.worker_id()
+    analysis = _claim(incident, version, worker)
     if analysis is None:
         return Analysis.objects.get(incident=incident, version=version)
+    with runs.Heartbeat("timeline_analysis", analysis.pk, worker):  # alive while it runs
+        return _run(incident, version, analysis)
+
+
+def _run(incident: Incident, version: int, analysis: Analysis) -> Analysis | None:
     params = Params()
     try:
         inputs = load_inputs(incident, params)

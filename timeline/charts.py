@@ -89,7 +89,7 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
         if not markers:
             continue
         fig.add_trace(
-            go.Scattergl(
+            go.Scatter(
                 x=[m.at for m in markers],
                 y=[label] * len(markers),
                 mode="markers",
@@ -183,7 +183,7 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
         for trace in panel.traces:
             out["data"].append(
                 {
-                    "type": "scattergl",
+                    "type": "scatter",
                     "x": trace.ts_ms,
                     "y": trace.values,
                     "xaxis": f"x{i}",

@@ -52,6 +52,8 @@ class Incident(models.Model):
     action_items = models.TextField(blank=True)  # Markdown; the postmortem's last section
     # Bumped by every analysis request; a run older than this never overwrites a newer one.
     analysis_version = models.PositiveIntegerField(default=0)
+    # When that request was handed to the broker; null: the broker was down (the reaper queues it).
+    analysis_queued_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -85,6 +87,10 @@ class Artifact(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Run claim: the worker process ("host:pid"), its last beat (timeline.runs), runs started.
+    claimed_by = models.CharField(max_length=300, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -259,6 +265,10 @@ class Analysis(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Run claim: the worker process ("host:pid"), its last beat (timeline.runs), runs started.
+    claimed_by = models.CharField(max_length=300, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["-version"]

@@ -1,7 +1,7 @@
 """Read a git repository's history through the ``git`` CLI (never by reading ``.git`` by hand).
 
 An I/O client: it runs ``git`` in a subprocess with a deadline and returns plain
-:class:`~ingest.parsers.gitlog.CommitInfo` values for the pure parser to turn into records.
+:class:`~ingest.parsers.gitcommits.CommitInfo` values for the pure parser to turn into records.
 Every git command goes through :mod:`ingest.clients.git_safety`, which checks that the
 repository is self-contained and runs git pinned to it (uploaded repositories are hostile).
 """
@@ -24,7 +24,7 @@ from ingest.clients.git_safety import (
     stream_git_records,
 )
 from ingest.parsers.configfiles import is_config_path
-from ingest.parsers.gitlog import CommitInfo, FileStat, split_message
+from ingest.parsers.gitcommits import CommitInfo, FileStat, split_message
 
 logger = logging.getLogger(__name__)
 

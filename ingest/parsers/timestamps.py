@@ -200,7 +200,10 @@ def epoch_ms(value: int | float, unit: EpochUnit) -> int:
     nearest millisecond, integers are cut to theirs)."""
     _check_epoch(value, unit)
     if isinstance(value, float):
-        ms = round(value * 1000 / _PER_SECOND[unit])
+        scaled = value * 1000 / _PER_SECOND[unit]
+        if not math.isfinite(scaled):  # 1e308 s: no time, and round() would overflow
+            raise _out_of_range(value, unit)
+        ms = round(scaled)
     else:
         ms = value * 1000 // _PER_SECOND[unit]
     if not MIN_MS <= ms <= MAX_MS:

@@ -8,12 +8,13 @@ instead), so the two never wait on each other.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
 import psycopg
-from django.db import connection
-from django.db.models import Q
+from django.db import DatabaseError, connection
+from django.db.models import F, Q
 from django.utils import timezone
 
 from timeline.choices import RunStatus
@@ -22,13 +23,24 @@ from timeline.models import Artifact
 MIN_INTERVAL_S = 0.5
 
 
-def artifact_claim(*, artifact_id: int) -> bool:
-    """Claim the row for this run. A 'running' row is re-claimed: with acks_late, a task is only
-    delivered again when the worker that ran it died, and its transaction died with it."""
+def artifact_claim(*, artifact_id: int, worker: str) -> bool:
+    """Claim the row for this run, as ``worker`` (timeline.runs.worker_id). A 'running' row is
+    re-claimed: a task is only delivered again when the worker that ran it died (acks_late) or
+    stopped beating (the reaper), and its transaction died with it; were it still alive, the
+    load's advisory lock and its 'done' check keep the load to one."""
+    now = timezone.now()
     return bool(
         Artifact.objects.filter(
             Q(status=RunStatus.PENDING) | Q(status=RunStatus.RUNNING), pk=artifact_id
-        ).update(status=RunStatus.RUNNING, started_at=timezone.now(), progress=0.05, error="")
+        ).update(
+            status=RunStatus.RUNNING,
+            started_at=now,
+            progress=0.05,
+            error="",
+            claimed_by=worker,
+            heartbeat_at=now,
+            attempts=F("attempts") + 1,
+        )
     )
 
 
@@ -56,6 +68,23 @@ def artifact_fail(*, artifact: Artifact, message: str) -> Artifact:
     )
     artifact.refresh_from_db()
     return artifact
+
+
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(?:[^\s/'\"]+/)+([^\s/'\"]*)")
+
+
+def unexpected_message(name: str, exc: BaseException) -> str:
+    """What a user reads when a load stopped on an error no parser or loader names itself: the
+    file, the kind of error and its first line, with no server path or SQL in it (the traceback
+    goes to the worker's log)."""
+    kind = type(exc).__name__
+    if isinstance(exc, DatabaseError):
+        detail = "the database refused the file's rows"
+    else:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        detail = _ABSOLUTE_PATH.sub(lambda m: m.group(1) or "/", text)[:200]
+    detail = f": {detail}" if detail else ""
+    return f"{name}: the ingest stopped on an unexpected error ({kind}{detail}); nothing was stored"
 
 
 class ProgressReporter:

@@ -12,12 +12,12 @@ import zoneinfo
 from pathlib import Path
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 
 from evidence.vocabulary import EventKind, Scope, Source
 from ingest import loaders, sniff, streaming
 from ingest.clients import git as git_client
-from ingest.parsers import gitlog
+from ingest.parsers import gitcommits
 from ingest.parsers.configfiles import diff_settings
 from ingest.parsers.series import mark_origins
 from ingest.parsers.types import ParseContext, ParseError, ParseResult, Setting
@@ -27,7 +27,9 @@ from ingest.services.artifacts import (
     artifact_done,
     artifact_fail,
     artifact_progress,
+    unexpected_message,
 )
+from timeline import runs
 from timeline.choices import RunStatus
 from timeline.models import Artifact, Event, Incident
 
@@ -50,7 +52,7 @@ def parse_artifact(artifact: Artifact) -> ParseResult:
     ctx = _context(artifact)
     if artifact.kind == sniff.GIT_REPO:
         history = git_client.read_history(Path(artifact.path))
-        result = gitlog.commits_to_result(history.commits, repo=artifact.name, ctx=ctx)
+        result = gitcommits.commits_to_result(history.commits, repo=artifact.name, ctx=ctx)
         result.warnings[:0] = history.warnings
         return result
     data = storage.stored_path(artifact).read_bytes()
@@ -153,10 +155,26 @@ def _revision_settings(event: Event) -> list[Setting]:
 
 
 def artifact_ingest(*, artifact_id: int) -> Artifact:
-    """Parse and load one artifact in one transaction; idempotent (done rows are left alone)."""
-    if not artifact_claim(artifact_id=artifact_id):
+    """Parse and load one artifact in one transaction; idempotent (done rows are left alone).
+
+    Whatever stops the load, its row ends done or failed, never running: a bad file names its
+    line, any other error its kind (with the traceback in the log). Only a lost database
+    connection leaves the row claimed, for the task's retry (or the reaper) to run again."""
+    worker = runs.worker_id()
+    if not artifact_claim(artifact_id=artifact_id, worker=worker):
         return Artifact.objects.get(pk=artifact_id)
     artifact = Artifact.objects.select_related("incident").get(pk=artifact_id)
+    with runs.Heartbeat("timeline_artifact", artifact.pk, worker):
+        try:
+            return _ingest(artifact)
+        except OperationalError:
+            raise  # the database went away: nothing was written, the retry loads it again
+        except Exception as exc:  # the load's transaction rolled back: say why on the row
+            log.exception("loading %s (artifact %s) failed", artifact.name, artifact.pk)
+            return artifact_fail(artifact=artifact, message=unexpected_message(artifact.name, exc))
+
+
+def _ingest(artifact: Artifact) -> Artifact:
     started = time.monotonic()
     if artifact.kind == sniff.KIND_PROMETHEUS_TEXT and artifact.size >= streaming.STREAM_MIN_BYTES:
         streamed = _ingest_streaming(artifact, started)
@@ -169,19 +187,14 @@ def artifact_ingest(*, artifact_id: int) -> Artifact:
         return artifact_fail(artifact=artifact, message=message)
     artifact_progress(artifact_id=artifact.pk, progress=0.5)
     parse_s = time.monotonic() - started
-    try:
-        with transaction.atomic():
-            locked = _lock_for_load(artifact)
-            if locked.status == RunStatus.DONE:
-                return locked
-            counts = result_load(artifact=locked, result=result)
-            counts["parse_seconds"] = round(parse_s, 3)
-            counts["seconds"] = round(time.monotonic() - started, 3)
-            artifact_done(artifact=locked, counts=counts, kind=result.kind)
-    except Exception as exc:  # the transaction rolled back: record why, then re-raise
-        log.exception("loading %s failed", artifact.name)
-        artifact_fail(artifact=artifact, message=f"{artifact.name}: loading failed: {exc}")
-        raise
+    with transaction.atomic():
+        locked = _lock_for_load(artifact)
+        if locked.status == RunStatus.DONE:
+            return locked
+        counts = result_load(artifact=locked, result=result)
+        counts["parse_seconds"] = round(parse_s, 3)
+        counts["seconds"] = round(time.monotonic() - started, 3)
+        artifact_done(artifact=locked, counts=counts, kind=result.kind)
     return locked
 
 
@@ -234,8 +247,4 @@ def _ingest_streaming(artifact: Artifact, started: float) -> Artifact | None:
             artifact_done(artifact=locked, counts=counts)
     except _NotStreamed:
         return None
-    except Exception as exc:  # the transaction rolled back: record why, then re-raise
-        log.exception("loading %s failed", artifact.name)
-        artifact_fail(artifact=artifact, message=f"{artifact.name}: loading failed: {exc}")
-        raise
     return locked
