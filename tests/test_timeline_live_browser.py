@@ -144,7 +144,7 @@ def test_a_click_on_a_marker_picks_its_own_time_in_iso_utc(page_at, live_server,
         f"""() => {{
           const el = document.getElementById('timeline-chart');
           const t = el.data.find(t => t.name === 'Config changes');
-          const i = t.hovertext.findIndex(h => h.startsWith('{CULPRIT}'));
+          const i = t.hovertext.findIndex(h => h.includes('{CULPRIT}'));
           const full = el._fullLayout, xa = full.xaxis, ya = full.yaxis;
           const r = el.getBoundingClientRect();
           return {{x: r.left + xa._offset + xa.d2p(t.x[i]) + 2,

@@ -65,16 +65,44 @@ def test_close_scores_say_the_evidence_cannot_separate_them(alice, loaded):
     second.save()
     html = alice.get(reverse("incident_timeline", args=[loaded.slug])).content.decode()
     assert 'id="verdict-ambiguous"' in html
-    assert "cannot separate them" in html and "try first" in html
+    assert "cannot separate them" in html and "Try first:" in html
     tried = html[html.index('class="reasons verdict-try"') :]
     assert tried.index(CULPRIT) < tried.index(second.title.split(":")[0])
+
+
+def test_the_analysis_revert_plan_says_what_to_try_first(alice, loaded):
+    """When the analysis cannot separate suspects it stores a revert plan (``bisect``); the
+    verdict shows its words and follows its order, not the scores."""
+    from timeline.analysis import current_analysis
+
+    analysis = current_analysis(loaded)
+    analysis.result = {
+        **analysis.result,
+        "bisect": [
+            "The evidence cannot separate 2 suspects (METRICS_PORT, "
+            f"{CULPRIT}): no start ran one of them without the others long enough to tell. "
+            "Revert them one at a time, in this order:",
+            "1. Revert METRICS_PORT to 9400 (keep the others), restart and run 2 h of load.",
+            f"2. Revert {CULPRIT} to (unset) (keep the others), restart and run 2 h of load.",
+            "If every one is reverted and the symptoms persist, the cause is not among these.",
+        ],
+    }
+    analysis.save()
+    html = alice.get(reverse("incident_timeline", args=[loaded.slug])).content.decode()
+    assert 'id="verdict-ambiguous"' in html
+    assert "The evidence cannot separate 2 suspects" in html
+    assert "Try first:</strong> 1. Revert METRICS_PORT to 9400" in html
+    tried = html[html.index('class="reasons verdict-try"') :]
+    assert tried.index("METRICS_PORT: 9400") < tried.index(CULPRIT)
+    assert 'id="verdict-plan"' in html
 
 
 def test_top_suspects_are_labelled_lines_on_every_chart(alice, loaded):
     from timeline.analysis import current_analysis
     from timeline.choices import FindingKind
 
-    layout = _figure(alice, loaded)["figure"]["layout"]
+    figure = _figure(alice, loaded)["figure"]
+    layout = figure["layout"]
     suspects = list(
         current_analysis(loaded).findings.filter(kind=FindingKind.SUSPECT).order_by("rank")[:3]
     )
@@ -84,6 +112,15 @@ def test_top_suspects_are_labelled_lines_on_every_chart(alice, loaded):
     assert all(s["yref"] == "paper" and (s["y0"], s["y1"]) == (0, 1) for s in lines)
     labels = [a["text"] for a in layout["annotations"] if a.get("name", "").startswith("suspect")]
     assert labels == [f"#{f.rank} {f.data['key']}" for f in suspects]
+    # their own change markers stand out from the other (red) changes
+    config = next(t for t in figure["data"] if t.get("name") == "Config changes")
+    marked = [
+        h
+        for h, c in zip(config["hovertext"], config["marker"]["color"], strict=True)
+        if c == charts.SUSPECT_COLOUR
+    ]
+    assert all(h.startswith("suspect #") for h in marked)
+    assert len(marked) == len(suspects)
 
 
 def test_one_config_marker_per_merged_change_with_its_sources(alice, loaded):
@@ -93,13 +130,11 @@ def test_one_config_marker_per_merged_change_with_its_sources(alice, loaded):
     merged = merged_changes(loaded)
     assert len(merged) < recorded  # the sample records several changes twice (doc + commit)
     assert len(config["x"]) == len(merged)
-    culprit = next(h for h in config["hovertext"] if h.startswith(CULPRIT))
+    culprit = next(h for h in config["hovertext"] if h.startswith(f"suspect #1: {CULPRIT}"))
     assert "sources: doc:DSV4_DEPLOY.md" in culprit and "commit:" in culprit
     # its detail lists both sources too
     event_id = next(
-        c[0]
-        for c, h in zip(config["customdata"], config["hovertext"], strict=True)
-        if h.startswith(CULPRIT)
+        c[0] for c, h in zip(config["customdata"], config["hovertext"], strict=True) if CULPRIT in h
     )
     detail = alice.get(reverse("event_detail", args=[loaded.slug, event_id])).content.decode()
     assert "one change, recorded by 2 sources" in detail

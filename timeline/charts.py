@@ -37,6 +37,7 @@ class Marker:
     lane: str
     title: str
     failed: bool = False
+    colour: str = ""  # instead of the lane's (a top suspect's change)
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
                 name=label,
                 marker={
                     "size": 11,
-                    "color": [("#000" if m.failed else colour) for m in markers],
+                    "color": [("#000" if m.failed else m.colour or colour) for m in markers],
                     "symbol": "line-ns-open" if key == Lane.COMMITS else "diamond",
                     "line": {"width": 2, "color": colour},
                 },

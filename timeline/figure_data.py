@@ -9,7 +9,7 @@ as a failure). ``timeline.charts`` turns the result into Plotly JSON.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db.models import Max, Min
 from django.utils.html import escape
@@ -132,18 +132,27 @@ def timeline_figure_data(
         if ends:
             spans.append((f.at, dt.datetime.fromisoformat(ends)))
     found = {f.kind: f.at for f in findings if f.kind != FindingKind.SYMPTOM}
+    top = list(
+        analysis.findings.filter(
+            kind=FindingKind.SUSPECT, rank__lte=TOP_SUSPECTS_ON_CHARTS, at__isnull=False
+        ).order_by("rank")
+        if analysis
+        else []
+    )
     suspects = [
         charts.SuspectLine(
             rank=f.rank, key=str((f.data or {}).get("key") or f.title), at=f.at, title=f.title
         )
-        for f in (
-            analysis.findings.filter(
-                kind=FindingKind.SUSPECT, rank__lte=TOP_SUSPECTS_ON_CHARTS
-            ).order_by("rank")
-            if analysis
-            else []
-        )
+        for f in top
         if f.at is not None
+    ]
+    # A top suspect's own change marker stands out from the other changes.
+    rank_of = {f.event_id: f.rank for f in top if f.event_id}
+    markers = [
+        replace(m, colour=charts.SUSPECT_COLOUR, title=f"suspect #{rank_of[m.id]}: {m.title}")
+        if m.lane == Lane.CONFIG and m.id in rank_of
+        else m
+        for m in markers
     ]
 
     titles = dict(selectors.DEFAULT_PANELS)

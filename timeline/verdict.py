@@ -3,8 +3,10 @@
 Everything here is read from the stored analysis (its findings and its ``result`` JSON); nothing
 is re-derived from the evidence. The engine gives each suspect a score and its reasons, each
 reason ending in its contribution ("... (+2)"). The "strongest reasons" are the ones that added
-the most; how sure the ranking is comes from the analysis when it says so (a ``confidence`` or
-``separable``/``tied`` field on the result), otherwise from the gap between the top scores.
+the most. When the analysis says it cannot separate the top suspects (its ``bisect`` revert
+plan, from the server logs) the verdict says so and what to revert first; otherwise how sure the
+ranking is comes from the server logs' verdict on the top suspect and the gap between the top
+scores (the analysis' own separation threshold).
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ STRONGEST_REASONS = 3
 # CLOSE the evidence does not separate them (the scores are sums of small integer weights).
 CLEAR_LEAD = 2.0
 CLOSE = 1.0
+CONVICTED = "convicted"
 
+_STEP = re.compile(r"\d+\.\s+Revert\s+(\S+)")
 _CONTRIBUTION = re.compile(r"\(([+-]?\d+(?:\.\d+)?)\)\s*$")
 
 
@@ -49,6 +53,7 @@ class Suspect:
     score: float
     sources: list[str]
     reasons: list[str]
+    live_verdict: str = ""  # what the server logs showed: "convicted", "open", "cleared"
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,8 @@ class Verdict:
     separable: bool  # False: the evidence cannot tell the top candidates apart
     try_first: list[Suspect] = field(default_factory=list)  # when not separable, in this order
     gap: float | None = None
+    statement: str = ""  # the analysis' own words when it cannot separate them
+    steps: list[str] = field(default_factory=list)  # its revert plan, first step first
 
 
 def _suspect(f: Finding) -> Suspect:
@@ -74,6 +81,7 @@ def _suspect(f: Finding) -> Suspect:
         score=float(f.score or 0.0),
         sources=[str(s) for s in data.get("sources") or []],
         reasons=strongest_reasons([str(r) for r in data.get("reasons") or []]),
+        live_verdict=str((data.get("live") or {}).get("verdict") or ""),
     )
 
 
@@ -88,17 +96,21 @@ def verdict(analysis: Analysis | None, findings: list[Finding]) -> Verdict | Non
     top = suspects[0] if suspects else None
     result: dict[str, Any] = analysis.result or {}
     gap = suspects[0].score - suspects[1].score if len(suspects) > 1 else None
-    confidence, separable = _confidence(result, gap, top is not None)
+    confidence, separable = _confidence(gap, top)
+    # The analysis' own revert plan when the server logs could not separate the suspects:
+    # its first line says so, the numbered steps say what to revert first.
+    plan = [str(line) for line in result.get("bisect") or []]
+    statement = plan[0] if plan else ""
+    steps = [line for line in plan[1:] if line[:1].isdigit()]
+    if plan and top is not None:
+        separable, confidence = False, "low"
     try_first: list[Suspect] = []
     if not separable and top is not None:
-        order = result.get("try_first") or result.get("bisect_order")
-        if isinstance(order, list) and order:
-            keys = [str(k.get("key") if isinstance(k, dict) else k) for k in order]
-            try_first = [s for k in keys for s in suspects if s.key == k][:TOP_SUSPECTS_ON_CHARTS]
+        if steps:
+            try_first = [s for step in steps for s in suspects if _names(step, s.key)]
         if not try_first:
-            try_first = [s for s in suspects if top.score - s.score < CLOSE][
-                :TOP_SUSPECTS_ON_CHARTS
-            ]
+            try_first = [s for s in suspects if top.score - s.score < CLOSE]
+        try_first = try_first[:TOP_SUSPECTS_ON_CHARTS]
     return Verdict(
         first_bad=next(iter(by_kind.get(FindingKind.FIRST_BAD, [])), None),
         last_good=next(iter(by_kind.get(FindingKind.LAST_GOOD, [])), None),
@@ -108,25 +120,28 @@ def verdict(analysis: Analysis | None, findings: list[Finding]) -> Verdict | Non
         separable=separable,
         try_first=try_first,
         gap=gap,
+        statement=statement,
+        steps=steps,
     )
+
+
+def _names(step: str, key: str) -> bool:
+    """Whether a plan step ("2. Revert KEY to ...") is about this key."""
+    m = _STEP.match(step)
+    return m is not None and m.group(1) == key
 
 
 def _rank(f: Finding) -> int:
     return f.rank
 
 
-def _confidence(result: dict[str, Any], gap: float | None, any_suspect: bool) -> tuple[str, bool]:
-    if not any_suspect:
+def _confidence(gap: float | None, top: Suspect | None) -> tuple[str, bool]:
+    """How sure the ranking is: high when the server logs convicted the top suspect or its
+    score leads by CLEAR_LEAD; low (not separable) when the next one is within CLOSE, the
+    analysis' own separation threshold."""
+    if top is None:
         return "", True
-    stated = result.get("confidence")
-    separable = result.get("separable")
-    if separable is None and "tied" in result:
-        separable = not result["tied"]
-    if isinstance(stated, str) and stated:
-        return stated, bool(separable) if separable is not None else stated != "low"
-    if separable is not None:
-        return ("high" if separable else "low"), bool(separable)
-    if gap is None or gap >= CLEAR_LEAD:
+    if top.live_verdict == CONVICTED or gap is None or gap >= CLEAR_LEAD:
         return "high", True
     if gap >= CLOSE:
         return "medium", True
