@@ -62,7 +62,13 @@ def in_zone(when: dt.datetime, tz: dt.tzinfo) -> dt.datetime:
     all (see the module docstring).
     """
     if when.tzinfo is not None and when.utcoffset() is not None:
-        return when.astimezone(UTC)
+        try:
+            return when.astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:00+05:00 is before the year 1 in UTC
+            raise TimeError(
+                f"{when.isoformat()} is outside the years 1 to 9999 in UTC; expected a time "
+                "in those years"
+            ) from None
     naive = when.replace(tzinfo=None, fold=0)
     earlier = naive.replace(tzinfo=tz)
     later = naive.replace(tzinfo=tz, fold=1)
@@ -79,7 +85,13 @@ def in_zone(when: dt.datetime, tz: dt.tzinfo) -> dt.datetime:
             f"{shown} does not exist in {zone} (clocks jump from UTC{_offset(before)} to "
             f"UTC{_offset(after)} over it); expected a time that exists there, or a UTC offset"
         )
-    return earlier.astimezone(UTC)
+    try:
+        return earlier.astimezone(UTC)
+    except OverflowError:
+        raise TimeError(
+            f"{naive.isoformat(sep=' ')} in {zone_name(tz)} is outside the years 1 to 9999 in "
+            "UTC; expected a time in those years"
+        ) from None
 
 
 def default_time(ctx: ParseContext) -> dt.datetime | None:

@@ -15,7 +15,7 @@ from typing import Any
 from django.db import OperationalError, connection, transaction
 
 from evidence.vocabulary import EventKind, Scope, Source
-from ingest import loaders, sniff, streaming
+from ingest import checks, loaders, sniff, streaming
 from ingest.clients import git as git_client
 from ingest.parsers import gitcommits, lifecycle
 from ingest.parsers.configfiles import diff_settings
@@ -54,6 +54,7 @@ def parse_artifact(artifact: Artifact) -> ParseResult:
         history = git_client.read_history(Path(artifact.path))
         result = gitcommits.commits_to_result(history.commits, repo=artifact.name, ctx=ctx)
         result.warnings[:0] = history.warnings
+        checks.result_check(result, artifact.name)
         return result
     data = storage.stored_path(artifact).read_bytes()
     fmt = sniff.BY_KIND.get(artifact.kind)
@@ -63,6 +64,7 @@ def parse_artifact(artifact: Artifact) -> ParseResult:
         raise ParseError(artifact.name, 0, message)
     result = fmt.parse(data, ctx)
     mark_origins(result, ctx)
+    checks.result_check(result, artifact.name, data)  # a value the database refuses: its line
     return result
 
 
