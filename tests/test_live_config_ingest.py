@@ -206,3 +206,24 @@ def test_the_check_runs_whichever_of_log_and_metrics_comes_second(team, tmp_path
     artifact = Artifact.objects.get(incident__slug="live", name__endswith=later)
     notes = [w for w in artifact.counts["warnings"] if "disagree with the metrics" in w]
     assert len(notes) == 1 and "match the metrics 1:00:00 later" in notes[0]
+
+
+@pytest.mark.django_db
+def test_a_crash_loop_split_over_one_log_per_restart_is_found_once(team, tmp_path):
+    # an orchestrator restarting a crashing server: each start in a log of its own
+    for n in range(4):
+        (tmp_path / f"server-{n}.log").write_text(
+            f"[2026-11-20 08:0{n}:00] server_args=ServerArgs(model_path='/m', tp_size=8)\n"
+            f"[2026-11-20 08:0{n}:40] Received sigquit from a child process. It usually means "
+            "the child failed.\n"
+        )
+    _ingest(tmp_path, team)
+    loops = Event.objects.filter(incident__slug="live", attrs__symptom=SymptomKind.CRASH_LOOP)
+    assert [(e.title, e.attrs["starts"], e.attrs["went_down"]) for e in loops] == [
+        ("Crash loop: 4 starts in 3 min", 4, 4)
+    ]
+    assert "server-0.log:1" in loops[0].body
+    # read again: nothing new
+    count = Event.objects.filter(incident__slug="live").count()
+    _ingest(tmp_path, team)
+    assert Event.objects.filter(incident__slug="live").count() == count

@@ -167,48 +167,69 @@ class Lifecycle:
         return out
 
     def _crash_loops(self, first: dt.datetime) -> list[EventRecord]:
-        times = [s.at or first for s in self.starts]
-        loops: list[EventRecord] = []
-        run = [0]
-        for i in range(1, len(times) + 1):
-            if i < len(times) and times[i] - times[i - 1] <= LOOP_GAP:
-                run.append(i)
-                continue
-            if len(run) >= LOOP_STARTS:
-                begin, end = times[run[0]], times[run[-1]]
-                minutes = max(1, round((end - begin).total_seconds() / 60))
-                crashed = sum(1 for j in run if not self.starts[j].open)
-                loops.append(
-                    EventRecord(
-                        kind=EventKind.LOG_ERROR,
-                        lane=Lane.SERVER,
-                        at=times[run[LOOP_STARTS - 1]],
-                        ends_at=end,
-                        # by its first start only: a longer copy of the log is the same loop
-                        key=f"crash_loop:{begin.isoformat()}",
-                        title=f"Crash loop: {len(run)} starts in {minutes} min",
-                        body="\n".join(
-                            f"- start at line {self.starts[j].line} "
-                            f"({times[j].isoformat()})"
-                            + (
-                                f", down at line {self.starts[j].shutdown_line}: "
-                                f"`{self.starts[j].shutdown_text}`"
-                                if not self.starts[j].open
-                                else ""
-                            )
-                            for j in run
-                        ),
-                        attrs={
-                            "symptom": SymptomKind.CRASH_LOOP.value,
-                            "starts": len(run),
-                            "went_down": crashed,
-                        },
-                        line=self.starts[run[0]].line,
-                    )
+        return crash_loops(
+            [
+                SeenStart(
+                    at=s.at or first,
+                    where=f"line {s.line}",
+                    down=(f"line {s.shutdown_line}: `{s.shutdown_text}`" if not s.open else ""),
+                    line=s.line,
                 )
-            if i < len(times):
-                run = [i]
-        return loops
+                for s in self.starts
+            ]
+        )
+
+
+@dataclass(frozen=True)
+class SeenStart:
+    """A start as a crash loop needs it: when, where it was logged, how it went down (``""``:
+    not seen to)."""
+
+    at: dt.datetime
+    where: str  # "line 12" in one log, "server-2.log:12" across files
+    down: str = ""
+    line: int = 0
+
+
+def crash_loops(starts: Sequence[SeenStart]) -> list[EventRecord]:
+    """One log_error event (symptom crash_loop) per run of at least LOOP_STARTS starts, each
+    within LOOP_GAP of the one before, at the start that makes the run a loop. Keyed by the
+    run's first start only: the same loop read again (a longer copy, the same starts across
+    files) is the same event."""
+    ordered = sorted(starts, key=lambda s: s.at)
+    loops: list[EventRecord] = []
+    run: list[SeenStart] = ordered[:1]
+    for i in range(1, len(ordered) + 1):
+        if i < len(ordered) and ordered[i].at - ordered[i - 1].at <= LOOP_GAP:
+            run.append(ordered[i])
+            continue
+        if len(run) >= LOOP_STARTS:
+            begin, end = run[0].at, run[-1].at
+            minutes = max(1, round((end - begin).total_seconds() / 60))
+            loops.append(
+                EventRecord(
+                    kind=EventKind.LOG_ERROR,
+                    lane=Lane.SERVER,
+                    at=run[LOOP_STARTS - 1].at,
+                    ends_at=end,
+                    key=f"crash_loop:{begin.isoformat()}",
+                    title=f"Crash loop: {len(run)} starts in {minutes} min",
+                    body="\n".join(
+                        f"- start at {s.where} ({s.at.isoformat()})"
+                        + (f", down at {s.down}" if s.down else "")
+                        for s in run
+                    ),
+                    attrs={
+                        "symptom": SymptomKind.CRASH_LOOP.value,
+                        "starts": len(run),
+                        "went_down": sum(1 for s in run if s.down),
+                    },
+                    line=run[0].line,
+                )
+            )
+        if i < len(ordered):
+            run = [ordered[i]]
+    return loops
 
 
 def _start_key(at: dt.datetime, start: Start) -> str:

@@ -17,7 +17,7 @@ from django.db import OperationalError, connection, transaction
 from evidence.vocabulary import EventKind, Scope, Source
 from ingest import checks, loaders, sniff, streaming
 from ingest.clients import git as git_client
-from ingest.parsers import gitcommits
+from ingest.parsers import gitcommits, lifecycle
 from ingest.parsers.configfiles import diff_settings
 from ingest.parsers.series import mark_origins
 from ingest.parsers.types import ParseContext, ParseError, ParseResult, Setting
@@ -74,6 +74,7 @@ def result_load(*, artifact: Artifact, result: ParseResult) -> dict[str, Any]:
     warnings (loaders.load_warnings): nothing is dropped silently."""
     incident = artifact.incident
     events = loaders.load_events_counted(incident, artifact, result.events)
+    loops = _crash_loops_across_files(incident, artifact, result)
     changes = loaders.load_config_changes(incident, artifact, result.config_changes)
     samples = loaders.load_samples_counted(incident, artifact, result.samples)
     # What the load left out first: the parser's own warnings can be many, and are cut.
@@ -91,12 +92,43 @@ def result_load(*, artifact: Artifact, result: ParseResult) -> dict[str, Any]:
         changes += added
         warnings += notes
     return {
-        "events": len(events.ids),
+        "events": len(events.ids) + loops,
         "config_changes": changes,
         "samples": samples.written,
         "series": len(result.samples),
         **loaders.warning_counts(warnings),
     }
+
+
+def _crash_loops_across_files(incident: Incident, artifact: Artifact, result: ParseResult) -> int:
+    """Crash loops over every start the incident has seen: a server restarted by its
+    orchestrator often writes each start to a log of its own, so no one file shows the loop.
+    A loop is keyed by its first start: one stored already (from one file, or from fewer of its
+    starts) is the same event, updated. Returns the events added."""
+    if not any(e.kind == EventKind.SERVER_START for e in result.events):
+        return 0
+    starts = Event.objects.filter(incident=incident, kind=EventKind.SERVER_START).values_list(
+        "at", "attrs", "artifact__name"
+    )
+    seen = [
+        lifecycle.SeenStart(
+            at=at,
+            where=f"{name or '?'}:{(attrs or {}).get('line', 0)}",
+            down=f"{attrs['shutdown_at']}" if (attrs or {}).get("shutdown_at") else "",
+            line=int((attrs or {}).get("line", 0)),
+        )
+        for at, attrs, name in starts
+    ]
+    added = []
+    for loop in lifecycle.crash_loops(seen):
+        # a loop already stored (from fewer of its starts) is brought up to date, not repeated
+        updated = Event.objects.filter(
+            incident=incident, fingerprint=loaders.fingerprint(loop.kind, loop.key)
+        ).update(title=loop.title, body=loop.body, ends_at=loop.ends_at, attrs=loop.attrs)
+        if not updated:
+            added.append(loop)
+    loaders.load_events(incident, artifact, added)
+    return len(added)
 
 
 def doc_states_chain(*, incident: Incident, path: str) -> tuple[int, list[str]]:
