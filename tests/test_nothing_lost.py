@@ -216,3 +216,32 @@ def test_the_real_corpus_ingests_with_every_record_stored_or_counted(incident, t
             "series", 0
         ):
             assert any("dropped" in w for w in artifact.counts["warnings"]), name
+
+
+@pytest.mark.django_db
+def test_two_servers_logs_with_the_same_rank_labels_stay_two_series(incident, tmp_path):
+    """A prefill and a decode server both log ``[... TP0] ... #running-req: N`` in the same
+    seconds: each log's samples are its server's series, so neither is dropped as a duplicate
+    of the other."""
+
+    def log(running: int) -> str:
+        return "".join(
+            f"[2026-11-20 08:00:{s:02d} TP0] Decode batch, #running-req: {running + s}, "
+            f"#token: 100, token usage: 0.10, gen throughput (token/s): 50.00, #queue-req: 0\n"
+            for s in range(10)
+        )
+
+    bundle = tmp_path / "servers"
+    _copy(bundle, "prefill.log", log(100))
+    _copy(bundle, "decode.log", log(5))
+    artifacts = _ingest(incident, bundle)
+    for artifact in artifacts:
+        artifact.refresh_from_db()
+        assert artifact.status == RunStatus.DONE, artifact.error
+        assert not any("dropped" in w for w in artifact.counts["warnings"])
+    running = Series.objects.filter(incident=incident, name="sglang:num_running_reqs")
+    assert sorted(running.values_list("origin", flat=True)) == ["decode.log", "prefill.log"]
+    stored = reader.samples_read([s.pk for s in running])
+    by_origin = {s.origin: stored[s.pk][1].tolist() for s in running}
+    assert by_origin["prefill.log"] == [100.0 + s for s in range(10)]
+    assert by_origin["decode.log"] == [5.0 + s for s in range(10)]

@@ -351,8 +351,14 @@ class _LogParser:
                 "the last line of each second was kept"
             )
         for key, per_second in self.series.items():
+            # One server's log: its series are that server's, never merged with another
+            # server's same-named ranks (TP0 of a prefill and of a decode server). A rotated
+            # log is another file, so another series; the analysis combines them by time.
             block = SampleBlock(
-                key=key, type="gauge", help="read from SGLang server log batch lines"
+                key=key,
+                type="gauge",
+                help="read from SGLang server log batch lines",
+                origin=self.file,
             )
             for second in sorted(per_second):
                 block.ts_ms.append(second)
