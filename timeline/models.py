@@ -1,7 +1,9 @@
 """The data model: incidents and everything ingested into them, analyses, and the team's notes.
 
 Every datetime is aware UTC. Natural keys are unique constraints (artifact sha256, event
-fingerprint, series identity), so re-ingesting the same bytes adds nothing.
+fingerprint, series identity), so re-ingesting the same bytes adds nothing. The collaboration
+records (hypotheses, their status history and evidence, notes) are in :mod:`timeline.collab_models`
+and imported here, so ``timeline.models`` names every model.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ from timeline.choices import (
     EVENT_KIND_CHOICES,
     LANE_CHOICES,
     FindingKind,
-    HypothesisStatus,
     IncidentStatus,
     RunStatus,
-    Stance,
 )
+from timeline.collab_models import Evidence as Evidence
+from timeline.collab_models import Hypothesis as Hypothesis
+from timeline.collab_models import HypothesisStatusChange as HypothesisStatusChange
+from timeline.collab_models import Note as Note
 
 
 class Team(models.Model):
@@ -304,98 +308,6 @@ class Finding(models.Model):
 
     def __str__(self) -> str:
         return self.title
-
-
-class Hypothesis(models.Model):
-    """A candidate explanation the team is weighing."""
-
-    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="hypotheses")
-    title = models.CharField(max_length=300)
-    body = models.TextField(blank=True)
-    status = models.CharField(
-        max_length=20, choices=HypothesisStatus.choices, default=HypothesisStatus.OPEN
-    )
-    author = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["created_at"]
-        verbose_name_plural = "hypotheses"
-
-    def __str__(self) -> str:
-        return self.title
-
-
-class HypothesisStatusChange(models.Model):
-    """One dated step of a hypothesis' status history (the first row records its creation)."""
-
-    hypothesis = models.ForeignKey(
-        Hypothesis, on_delete=models.CASCADE, related_name="status_changes"
-    )
-    old_status = models.CharField(max_length=20, choices=HypothesisStatus.choices, blank=True)
-    new_status = models.CharField(max_length=20, choices=HypothesisStatus.choices)
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    at = models.DateTimeField(auto_now_add=True)
-    note = models.TextField(blank=True)
-
-    class Meta:
-        ordering = ["at", "id"]
-        indexes = [
-            # The board's and the postmortem's history per hypothesis, oldest first.
-            models.Index(fields=["hypothesis", "at"], name="hypstatus_hypothesis_at"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.at:%Y-%m-%d %H:%M} {self.old_status or '-'} -> {self.new_status}"
-
-
-class Evidence(models.Model):
-    """A link from a hypothesis to an event or finding that supports, refutes or frames it."""
-
-    hypothesis = models.ForeignKey(Hypothesis, on_delete=models.CASCADE, related_name="evidence")
-    event = models.ForeignKey(Event, null=True, blank=True, on_delete=models.CASCADE)
-    finding = models.ForeignKey(Finding, null=True, blank=True, on_delete=models.SET_NULL)
-    stance = models.CharField(max_length=20, choices=Stance.choices)
-    note = models.TextField(blank=True)
-    author = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        verbose_name_plural = "evidence"
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(event__isnull=False) | Q(finding__isnull=False) | ~Q(note=""),
-                name="evidence_points_somewhere",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.stance}: {self.note[:60]}"
-
-
-class Note(models.Model):
-    """An annotation pinned to a moment of the timeline."""
-
-    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="notes")
-    at = models.DateTimeField()
-    body = models.TextField()
-    author = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["at"]
-
-    def __str__(self) -> str:
-        return f"{self.at:%Y-%m-%d %H:%M} {self.body[:60]}"
 
 
 class AuditEntry(models.Model):
