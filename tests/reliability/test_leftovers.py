@@ -21,7 +21,12 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from ingest.services import bundles
+from tests.conftest import wait_for
 from tests.reliability import figures
+from tests.reliability.test_stuck_runs import (  # noqa: F401  (fixtures)
+    own_redis,
+    workers,
+)
 from timeline.models import Artifact, Incident
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -208,3 +213,26 @@ def test_the_sweep_removes_orphans_and_keeps_referenced_and_fresh_files(upload_f
     assert (outside / "secret.txt").read_text() == "not the sweep's to remove"  # never followed
     assert not any(p.name.startswith(".tmp-") for p in root.iterdir())
     figures.record("orphan uploads swept (6 removed, 3 kept)", survived=True)
+
+
+@pytest.mark.worker
+def test_beat_on_a_worker_sweeps_orphans_and_nothing_else(
+    workers,  # noqa: F811
+    incident,
+    settings,
+    monkeypatch,
+):
+    monkeypatch.setenv("UPLOADS_SWEEP_INTERVAL_S", "1")
+    monkeypatch.setenv("UPLOADS_SWEEP_GRACE_S", "60")
+    root = Path(settings.UPLOAD_ROOT)
+    bundles.path_register(incident=incident, path=FIXTURES / "docs" / "DSV4_DEPLOY.md")
+    referenced = root / Artifact.objects.get(incident=incident).path
+    orphan = root / incident.slug / ("ab" * 32)
+    orphan.write_bytes(b"left by a process killed mid-upload")
+    young = root / incident.slug / ("cd" * 32)
+    young.write_bytes(b"on its way")
+    _age(orphan, 120)
+    _age(referenced, 120)
+    workers("sweeper", beat=True)
+    wait_for(lambda: not orphan.exists(), timeout=60)
+    assert referenced.exists() and young.exists()
