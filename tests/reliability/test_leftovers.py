@@ -21,6 +21,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from ingest.services import bundles
+from ingest.services.artifacts import public_text
+from ingest.services.storage import STAGE_PREFIX
 from tests.conftest import wait_for
 from tests.reliability import figures
 from tests.reliability.test_stuck_runs import (  # noqa: F401  (fixtures)
@@ -113,6 +115,17 @@ def test_an_accepted_archive_keeps_only_its_stored_files(client, user, incident,
     stored = sorted(Artifact.objects.filter(incident=incident).values_list("path", flat=True))
     assert len(stored) == 4
     assert _files_under(Path(settings.UPLOAD_ROOT)) == stored
+
+
+def test_a_message_naming_a_staged_file_names_what_the_user_gave(settings, tmp_path):
+    settings.UPLOAD_ROOT = tmp_path / "uploads"
+    stage = f"{settings.UPLOAD_ROOT}/{STAGE_PREFIX}k2j4h1"
+    assert public_text(f"x.zip: not a readable archive ({stage}/upload/x.zip)") == (
+        "x.zip: not a readable archive (x.zip)"
+    )
+    assert public_text(f"[Errno 28] No space left on device: '{stage}/tree/bundle/logs/a.log'") == (
+        "[Errno 28] No space left on device: 'logs/a.log'"
+    )
 
 
 # --- the sweep -----------------------------------------------------------------------------------
