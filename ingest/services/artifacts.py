@@ -1,4 +1,5 @@
-"""An artifact's run state, written here only: claimed, progress, done (with its counts), failed.
+"""An artifact's run state, written here only: claimed, progress, done (with its counts), failed,
+released (its worker taken for dead).
 
 The load runs in one transaction, so a progress update made inside it would stay invisible
 until the end. ProgressReporter writes through a connection of its own, in autocommit; the
@@ -8,6 +9,7 @@ instead), so the two never wait on each other.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import tempfile
 import time
@@ -80,6 +82,27 @@ def artifact_fail(*, artifact: Artifact, message: str) -> Artifact:
     return artifact
 
 
+def artifact_release(
+    *, artifact_id: int, claimed_by: str, heartbeat_at: dt.datetime | None, message: str = ""
+) -> bool:
+    """A running row whose worker is taken for dead (ingest.services.reaper): back to pending
+    for another run, or failed with ``message`` when it has had its runs. Only if the claim is
+    still as it was read: a worker that claimed or beat since keeps it."""
+    same = Artifact.objects.filter(
+        pk=artifact_id, status=RunStatus.RUNNING, claimed_by=claimed_by, heartbeat_at=heartbeat_at
+    )
+    if message:
+        return bool(
+            same.update(
+                status=RunStatus.FAILED,
+                error=message[:5000],
+                finished_at=timezone.now(),
+                progress=1.0,
+            )
+        )
+    return bool(same.update(status=RunStatus.PENDING, claimed_by="", progress=0.0))
+
+
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(?:[^\s/'\"]+/)+([^\s/'\"]*)")
 
 
@@ -112,7 +135,9 @@ def public_text(message: str) -> str:
     roots |= {root.resolve() for root in roots}
     for root in sorted(roots, key=lambda p: len(str(p)), reverse=True):
         prefix = str(root).rstrip("/") + "/"
-        message = re.sub(re.escape(prefix) + r"(?:\.tmp/)?(?:[^\s'\"/]+/)?", "", message)
+        # A registration's stage (storage.staged) too: what follows is the upload or a member.
+        stage = r"(?:\.tmp/|\.tmp-[^\s'\"/]+/(?:upload/|tree/)?)?"
+        message = re.sub(re.escape(prefix) + stage + r"(?:[^\s'\"/]+/)?", "", message)
     return _SERVER_PATH.sub(lambda m: Path(m.group()).name, message)
 
 

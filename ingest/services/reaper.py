@@ -23,6 +23,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
+from ingest.services.artifacts import artifact_release
 from timeline import runs
 from timeline.choices import RunStatus
 from timeline.models import Analysis, Artifact, Incident
@@ -86,19 +87,15 @@ def _loads(now: dt.datetime, out: Reaped) -> None:
         "pk", "name", "claimed_by", "heartbeat_at", "attempts"
     )
     for pk, name, claimed_by, beat, attempts in rows:
-        same = Artifact.objects.filter(
-            pk=pk, status=RunStatus.RUNNING, claimed_by=claimed_by, heartbeat_at=beat
-        )
         if attempts >= settings.RUN_MAX_ATTEMPTS:
-            if same.update(
-                status=RunStatus.FAILED,
-                error=_gave_up(name, attempts),
-                finished_at=now,
-                progress=1.0,
+            if artifact_release(
+                artifact_id=pk,
+                claimed_by=claimed_by,
+                heartbeat_at=beat,
+                message=_gave_up(name, attempts),
             ):
                 out.loads_failed.append(pk)
-            continue
-        if same.update(status=RunStatus.PENDING, claimed_by="", progress=0.0):
+        elif artifact_release(artifact_id=pk, claimed_by=claimed_by, heartbeat_at=beat):
             log.warning("reaper: %s (artifact %s) was left running by %s", name, pk, claimed_by)
             ingest_artifact.delay(pk, True)
             out.loads_requeued.append(pk)

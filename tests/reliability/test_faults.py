@@ -273,7 +273,14 @@ def app_on_own_postgres(tmp_path: Path) -> Iterator[tuple[object, str, str]]:
     gunicorn = None
     try:
         server.psql("CREATE DATABASE timeline;")
-        env = {**os.environ, "DATABASE_URL": str(server.get_uri("timeline"))}
+        from django.conf import settings
+
+        env = {
+            **os.environ,
+            "DATABASE_URL": str(server.get_uri("timeline")),
+            # The static files this session collected (hashed names, tests/conftest.py).
+            "STATIC_ROOT": str(settings.STATIC_ROOT),
+        }
         manage = [sys.executable, "manage.py"]
         subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=300)
         out = subprocess.run(

@@ -21,7 +21,14 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from ingest.services import bundles
+from ingest.services.artifacts import public_text
+from ingest.services.storage import STAGE_PREFIX
+from tests.conftest import wait_for
 from tests.reliability import figures
+from tests.reliability.test_stuck_runs import (  # noqa: F401  (fixtures)
+    own_redis,
+    workers,
+)
 from timeline.models import Artifact, Incident
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -108,6 +115,17 @@ def test_an_accepted_archive_keeps_only_its_stored_files(client, user, incident,
     stored = sorted(Artifact.objects.filter(incident=incident).values_list("path", flat=True))
     assert len(stored) == 4
     assert _files_under(Path(settings.UPLOAD_ROOT)) == stored
+
+
+def test_a_message_naming_a_staged_file_names_what_the_user_gave(settings, tmp_path):
+    settings.UPLOAD_ROOT = tmp_path / "uploads"
+    stage = f"{settings.UPLOAD_ROOT}/{STAGE_PREFIX}k2j4h1"
+    assert public_text(f"x.zip: not a readable archive ({stage}/upload/x.zip)") == (
+        "x.zip: not a readable archive (x.zip)"
+    )
+    assert public_text(f"[Errno 28] No space left on device: '{stage}/tree/bundle/logs/a.log'") == (
+        "[Errno 28] No space left on device: 'logs/a.log'"
+    )
 
 
 # --- the sweep -----------------------------------------------------------------------------------
@@ -208,3 +226,26 @@ def test_the_sweep_removes_orphans_and_keeps_referenced_and_fresh_files(upload_f
     assert (outside / "secret.txt").read_text() == "not the sweep's to remove"  # never followed
     assert not any(p.name.startswith(".tmp-") for p in root.iterdir())
     figures.record("orphan uploads swept (6 removed, 3 kept)", survived=True)
+
+
+@pytest.mark.worker
+def test_beat_on_a_worker_sweeps_orphans_and_nothing_else(
+    workers,  # noqa: F811
+    incident,
+    settings,
+    monkeypatch,
+):
+    monkeypatch.setenv("UPLOADS_SWEEP_INTERVAL_S", "1")
+    monkeypatch.setenv("UPLOADS_SWEEP_GRACE_S", "60")
+    root = Path(settings.UPLOAD_ROOT)
+    bundles.path_register(incident=incident, path=FIXTURES / "docs" / "DSV4_DEPLOY.md")
+    referenced = root / Artifact.objects.get(incident=incident).path
+    orphan = root / incident.slug / ("ab" * 32)
+    orphan.write_bytes(b"left by a process killed mid-upload")
+    young = root / incident.slug / ("cd" * 32)
+    young.write_bytes(b"on its way")
+    _age(orphan, 120)
+    _age(referenced, 120)
+    workers("sweeper", beat=True)
+    wait_for(lambda: not orphan.exists(), timeout=60)
+    assert referenced.exists() and young.exists()
