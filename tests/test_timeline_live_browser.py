@@ -249,6 +249,10 @@ def test_an_empty_incident_says_no_data_yet(page_at, live_server, team, user, vi
     shot(page, "empty-incident")
 
 
+def markers_recorded(incident: Incident) -> int:
+    return Event.objects.filter(incident=incident, kind=EventKind.CONFIG_CHANGE).count()
+
+
 def test_new_evidence_updates_the_open_pages_in_place_keeping_the_zoom(
     page_at, live_server, loaded, user, viewport
 ):
@@ -269,6 +273,17 @@ def test_new_evidence_updates_the_open_pages_in_place_keeping_the_zoom(
         "() => document.getElementById('timeline-chart').data"
         ".find(t => t.name === 'Config changes').x.length"
     )
+    # selections: a change's detail open in the side panel, the table filtered to config
+    page.evaluate(
+        """() => { const el = document.getElementById('timeline-chart');
+                   const t = el.data.find(t => t.name === 'Config changes');
+                   el.emit('plotly_click', {points: [{customdata: t.customdata[0]}]}); }"""
+    )
+    page.wait_for_selector("#detail .event-detail")
+    detail = page.locator("#detail h2").inner_text()
+    page.locator("#event-table select[name=lane]").select_option("config")
+    page.locator("#event-table .pager", has_text=f"{markers_recorded(loaded)} events").wait_for()
+    page.locator("#verdict").click(position={"x": 5, "y": 5})  # focus leaves the table
     table_before = page.locator("#event-table .pager").inner_text()
     # the same incident's board and event table, open in other tabs
     board = page_at(*viewport)
@@ -314,6 +329,9 @@ def test_new_evidence_updates_the_open_pages_in_place_keeping_the_zoom(
     assert page.evaluate("() => window.__stillHere") == 42  # no navigation
     assert _xrange(page) == zoom  # the zoom is kept
     wait_for(lambda: page.locator("#event-table .pager").inner_text() != table_before, 10)
+    assert page.locator("#event-table select[name=lane]").input_value() == "config"
+    assert "SGLANG_DECODE_WEDGE_GUARD" in page.locator("#event-table").inner_text()
+    assert page.locator("#detail h2").inner_text() == detail  # the open detail stays
     shot(page, "live-update")
     board.locator("#board", has_text="The wedge guard was switched off").wait_for()
     wait_for(lambda: events.locator("#event-table .pager").inner_text() != events_before, 10)

@@ -20,6 +20,10 @@ class Trace:
     name: str
     ts_ms: np.ndarray
     values: np.ndarray
+    label: str = ""  # short, for the panel's legend (what tells it from its neighbours)
+
+
+LEGEND_MARGIN = 150  # px right of the panels for their legends
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,20 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
     # objects cost more than the rest of the request. x is epoch ms on date axes.
     out: dict[str, Any] = fig.to_plotly_json()
     for i, panel in enumerate(data.panels, start=2):
+        # Several series on one panel (GPUs, ranks, sources) look alike: a legend of its own,
+        # beside the panel, says which line is which.
+        legend = f"legend{i}" if len(panel.traces) > 1 else ""
+        if legend:
+            top = out["layout"][f"yaxis{i}"]["domain"][1]
+            out["layout"][legend] = {
+                "x": 1.01,
+                "xanchor": "left",
+                "y": top,
+                "yanchor": "top",
+                "font": {"size": 10},
+                "itemwidth": 30,
+                "tracegroupgap": 0,
+            }
         for trace in panel.traces:
             out["data"].append(
                 {
@@ -190,12 +208,15 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
                     "xaxis": f"x{i}",
                     "yaxis": f"y{i}",
                     "mode": "lines",
-                    "name": trace.name,
+                    "name": trace.label or trace.name,
                     "line": {"width": 1.3},
                     "hovertemplate": "%{x|%H:%M:%S} %{y:.3g}<extra>" + trace.name + "</extra>",
-                    "showlegend": False,
+                    "showlegend": bool(legend),
+                    **({"legend": legend} if legend else {}),
                 }
             )
+    if any(len(p.traces) > 1 for p in data.panels):
+        out["layout"]["margin"]["r"] = LEGEND_MARGIN
     for key, axis in out["layout"].items():
         if key.startswith("xaxis"):
             axis["type"] = "date"

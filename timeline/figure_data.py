@@ -8,6 +8,7 @@ as a failure). ``timeline.charts`` turns the result into Plotly JSON.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass, replace
 
@@ -15,7 +16,7 @@ from django.db.models import Max, Min
 from django.utils.html import escape
 
 from evidence.vocabulary import EventKind, Lane, harness_failed
-from timeline import charts, selectors
+from timeline import charts, live_config, selectors
 from timeline.analysis import change_title, current_analysis, load_changes
 from timeline.choices import FindingKind
 from timeline.correlation.config_state import merge_changes
@@ -39,6 +40,55 @@ def trace_name(labels: dict[str, str]) -> str:
     """A trace's labels as ``k=v,...``, leaving out those every sglang series carries."""
     interesting = {k: v for k, v in labels.items() if k not in {"model_name", "__name__"}}
     return ",".join(f"{k}={v}" for k, v in sorted(interesting.items()))
+
+
+LEGEND_CHARS = 22
+
+
+def legend_labels(labels: list[dict[str, str]], origins: list[str]) -> list[str]:
+    """Short legend entries for the series of one panel: what tells each from the others.
+
+    Labels every series shares are left out; when one label alone tells them all apart, that
+    label (the shortest such: ``gpu=3`` rather than a UUID); else the rest, cut to LEGEND_CHARS
+    (the hover shows the whole name)."""
+    if len(labels) < 2:
+        return [""] * len(labels)
+    pairs = [
+        {k: v for k, v in lab.items() if k not in {"model_name", "__name__"}} for lab in labels
+    ]
+    common = set.intersection(*(set(p.items()) for p in pairs))
+    distinct = sorted(
+        (
+            k
+            for k in set.intersection(*(set(p) for p in pairs))
+            if len({p[k] for p in pairs}) == len(pairs)
+        ),
+        key=lambda k: (max(len(f"{k}={p[k]}") for p in pairs), k),
+    )
+    rest = [{k: v for k, v in p.items() if (k, v) not in common} for p in pairs]
+    if not distinct:
+        # Leave out, one at a time, a label that the series having it all share, while the
+        # rest still tells every series apart (source=server_log of two server-log series).
+        shared = sorted(
+            {(k, v) for p in rest for k, v in p.items() if all(q.get(k, v) == v for q in rest)}
+        )
+        for k, v in shared:
+            trial = [{kk: vv for kk, vv in p.items() if (kk, vv) != (k, v)} for p in rest]
+            texts = [_pairs_text(p) for p in trial]
+            if all(texts) and len(set(texts)) == len(texts):
+                rest = trial
+    out = []
+    for p, r, origin in zip(pairs, rest, origins, strict=True):
+        if distinct:
+            text = f"{distinct[0]}={p[distinct[0]]}"
+        else:
+            text = _pairs_text(r) or origin or "series"
+        out.append(text if len(text) <= LEGEND_CHARS else text[: LEGEND_CHARS - 1] + "…")
+    return out
+
+
+def _pairs_text(pairs: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(pairs.items()))
 
 
 def merged_changes(incident: Incident) -> list[Change]:
@@ -101,6 +151,15 @@ def timeline_figure_data(
         for c in merged_changes(incident)
         if (start is None or c.at >= start) and (end is None or c.at <= end)
     )
+    # Server starts: the hover says what each changed against the start before it.
+    if any(m.lane == Lane.LIVE_CONFIG for m in markers):
+        live = live_config.hover_texts(incident)
+        markers = [
+            dataclasses.replace(m, title=live[m.id])
+            if m.lane == Lane.LIVE_CONFIG and isinstance(m.id, int) and m.id in live
+            else m
+            for m in markers
+        ]
     # Operators' notes on their own lane; a click opens "n<id>". Escaped: plotly renders a few
     # HTML tags in hover text, and a note is user input.
     notes = Note.objects.filter(incident=incident)
@@ -165,15 +224,17 @@ def timeline_figure_data(
     )
     panels = []
     for name in names:
+        mine = [p for p in points if p.name == name]
+        labels = legend_labels([p.labels for p in mine], [p.origin for p in mine])
         traces = [
             charts.Trace(
                 # two exporters' unlabelled series differ only by the file they came from
                 name=" ".join(filter(None, [trace_name(p.labels) or name, p.origin])),
                 ts_ms=p.ts,
                 values=p.values,
+                label=label,
             )
-            for p in points
-            if p.name == name
+            for p, label in zip(mine, labels, strict=True)
         ]
         if traces:
             panels.append(charts.Panel(title=titles.get(name, name), traces=traces))

@@ -33,6 +33,7 @@ urlpatterns = [
     ),
     path("incidents/<slug:slug>/", include("ingest.urls")),
     path("incidents/<slug:slug>/", include("timeline.collab_urls")),
+    path("teams/", include("timeline.team_urls")),
     path("api/v1/", include("ingest.api_urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -1,8 +1,9 @@
 // Live updates for an incident's pages (timeline, event table, hypotheses board): every few
 // seconds ask the incident's version, an ETag'd request answered by a body-less 304 while
 // nothing changed (timeline/views/live.py says why polling and not a stream). When it changes:
-// - every element marked data-live-refresh that the user is not typing in gets an htmx
-//   "live-refresh" event (the hypotheses panel and board re-fetch themselves on it);
+// - every element marked data-live-refresh gets an htmx "live-refresh" event (the hypotheses
+//   panel and board re-fetch themselves on it), once the user is not typing in it and has no
+//   half-filled form there (until then it waits, and is tried again at each tick);
 // - the event table is fetched again with its current filters and page;
 // - "live-changed" is dispatched on <body> for page scripts (the timeline redraws its figure).
 (function () {
@@ -14,6 +15,31 @@
 
   function editing(node) {
     return node && node.contains(document.activeElement) && document.activeElement !== document.body;
+  }
+
+  // A form the user has started to fill in (a choice picked, text typed) is never replaced
+  // under them: its refresh waits until they are done.
+  function dirty(node) {
+    return Array.from(node.querySelectorAll("input, textarea, select")).some(f => {
+      if (f.type === "hidden" || f.type === "submit" || f.type === "button") return false;
+      if (f.tagName === "SELECT") {
+        const d = Array.from(f.options).findIndex(o => o.defaultSelected);
+        return f.selectedIndex !== (d < 0 ? 0 : d);
+      }
+      if (f.type === "checkbox" || f.type === "radio") return f.checked !== f.defaultChecked;
+      return f.value !== f.defaultValue;
+    });
+  }
+
+  const stale = new Set();
+  function refreshStale() {
+    if (!window.htmx) return;
+    stale.forEach(n => {
+      if (!document.contains(n)) { stale.delete(n); return; }
+      if (editing(n) || dirty(n)) return;
+      stale.delete(n);
+      htmx.trigger(n, "live-refresh");
+    });
   }
 
   function refreshTable() {
@@ -28,14 +54,14 @@
 
   function changed(version) {
     root.dataset.version = version;
-    if (window.htmx) {
-      document.querySelectorAll("[data-live-refresh]").forEach(n => { if (!editing(n)) htmx.trigger(n, "live-refresh"); });
-    }
+    document.querySelectorAll("[data-live-refresh]").forEach(n => stale.add(n));
+    refreshStale();
     refreshTable();
     document.body.dispatchEvent(new CustomEvent("live-changed", {detail: {version}}));
   }
 
   function poll() {
+    refreshStale();
     if (busy || document.hidden) return;
     busy = true;
     fetch(root.dataset.versionUrl, {credentials: "same-origin", cache: "no-store", headers: etag ? {"If-None-Match": etag} : {}})

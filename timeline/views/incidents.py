@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from evidence.vocabulary import EventKind
-from timeline import charts, selectors
+from timeline import charts, live_config, selectors
 from timeline.analysis import current_analysis
 from timeline.choices import EVENT_KIND_CHOICES, LANE_CHOICES, FindingKind, RunStatus
 from timeline.figure_data import (
@@ -188,6 +188,7 @@ def event_detail(request: HttpRequest, slug: str, event_id: int) -> HttpResponse
     change = (
         getattr(event, "config_change", None) if event.kind == EventKind.CONFIG_CHANGE else None
     )
+    start = live_config.start_diff(event) if event.kind == EventKind.SERVER_START else None
     sources: list[str] = []
     if change is not None:
         # The change as the analysis sees it: every source that recorded it.
@@ -201,6 +202,7 @@ def event_detail(request: HttpRequest, slug: str, event_id: int) -> HttpResponse
             "incident": incident,
             "event": event,
             "change": change,
+            "start": start,
             "sources": sources,
             "unfinished": unfinished_request(incident, event),
             "body_html": md(event.body),
