@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from evidence.vocabulary import EventKind
+from evidence.vocabulary import EventKind, Lane
 from tests.conftest import ARTIFACTS, wait_for
 from timeline.analysis import analysis_run
 from timeline.figure_data import incident_span, merged_changes
@@ -172,7 +172,7 @@ def test_the_event_table_finds_symptoms_request_ids_and_timeouts(
     page = page_at(*viewport)
     _open(page, f"{live_server.url}/incidents/{loaded.slug}/")
     table = page.locator("#event-table")
-    table.locator("select[name=lane]").select_option("symptoms")
+    table.locator("select[name=lane]").select_option(Lane.SYMPTOMS)
     table.locator(".pager", has_text="16 events").wait_for()
     dropped = Event.objects.filter(
         incident=loaded, kind=EventKind.REQUEST, ends_at__isnull=True
@@ -281,7 +281,7 @@ def test_new_evidence_updates_the_open_pages_in_place_keeping_the_zoom(
     )
     page.wait_for_selector("#detail .event-detail")
     detail = page.locator("#detail h2").inner_text()
-    page.locator("#event-table select[name=lane]").select_option("config")
+    page.locator("#event-table select[name=lane]").select_option(Lane.CONFIG)
     page.locator("#event-table .pager", has_text=f"{markers_recorded(loaded)} events").wait_for()
     page.locator("#verdict").click(position={"x": 5, "y": 5})  # focus leaves the table
     table_before = page.locator("#event-table .pager").inner_text()
@@ -290,7 +290,7 @@ def test_new_evidence_updates_the_open_pages_in_place_keeping_the_zoom(
     board.goto(f"{live_server.url}/incidents/{loaded.slug}/hypotheses/")
     board.wait_for_function("() => window.htmx !== undefined")
     events = page_at(*viewport)
-    events.goto(f"{live_server.url}/incidents/{loaded.slug}/events/?lane=config")
+    events.goto(f"{live_server.url}/incidents/{loaded.slug}/events/?lane={Lane.CONFIG}")
     events_before = events.locator("#event-table .pager").inner_text()
     for other in (board, events):  # their first poll tells them the version they show
         other.wait_for_function(
@@ -329,7 +329,7 @@ def test_new_evidence_updates_the_open_pages_in_place_keeping_the_zoom(
     assert page.evaluate("() => window.__stillHere") == 42  # no navigation
     assert _xrange(page) == zoom  # the zoom is kept
     wait_for(lambda: page.locator("#event-table .pager").inner_text() != table_before, 10)
-    assert page.locator("#event-table select[name=lane]").input_value() == "config"
+    assert page.locator("#event-table select[name=lane]").input_value() == Lane.CONFIG
     assert "SGLANG_DECODE_WEDGE_GUARD" in page.locator("#event-table").inner_text()
     assert page.locator("#detail h2").inner_text() == detail  # the open detail stays
     shot(page, "live-update")
