@@ -162,6 +162,10 @@ def test_a_click_on_a_marker_picks_its_own_time_in_iso_utc(page_at, live_server,
     page.locator("#add-note").get_by_role("button", name="Add note").click()
     wait_for(lambda: loaded.notes.exists(), timeout=20)
     assert loaded.notes.get().at == parse_utc("2026-11-20T21:10:00Z")
+    page.wait_for_function(
+        "() => document.getElementById('timeline-chart').data.some(t => t.name === 'Notes')"
+    )
+    page.wait_for_selector("#timeline-chart[data-state=ready]")
     page.evaluate("() => window.scrollTo(0, 0)")
     shot(page, "marker-click-picks-its-time")
 
