@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from evidence.vocabulary import EventKind
+from evidence.vocabulary import EventKind, Lane
 from tests.conftest import ARTIFACTS, wait_for
 from timeline.analysis import analysis_run
 from timeline.figure_data import incident_span, merged_changes
@@ -107,8 +107,10 @@ def test_the_verdict_is_above_the_fold_and_suspects_are_on_every_chart(
     shot(page, "verdict")
 
 
-def test_whole_incident_after_a_zoom_restores_the_incidents_span(page_at, live_server, loaded):
-    page = page_at(1440, 900)
+def test_whole_incident_after_a_zoom_restores_the_incidents_span(
+    page_at, live_server, loaded, viewport
+):
+    page = page_at(*viewport)
     _open(page, f"{live_server.url}/incidents/{loaded.slug}/")
     loads = int(page.locator("#timeline-chart").get_attribute("data-loads"))
     page.evaluate(
@@ -136,8 +138,8 @@ def test_whole_incident_after_a_zoom_restores_the_incidents_span(page_at, live_s
     shot(page, "whole-incident-after-zoom")
 
 
-def test_a_click_on_a_marker_picks_its_own_time_in_iso_utc(page_at, live_server, loaded):
-    page = page_at(1440, 900)
+def test_a_click_on_a_marker_picks_its_own_time_in_iso_utc(page_at, live_server, loaded, viewport):
+    page = page_at(*viewport)
     _open(page, f"{live_server.url}/incidents/{loaded.slug}/")
     # A real mouse click on the culprit's config marker (21:10:00 exactly).
     point = page.evaluate(
@@ -160,14 +162,21 @@ def test_a_click_on_a_marker_picks_its_own_time_in_iso_utc(page_at, live_server,
     page.locator("#add-note").get_by_role("button", name="Add note").click()
     wait_for(lambda: loaded.notes.exists(), timeout=20)
     assert loaded.notes.get().at == parse_utc("2026-11-20T21:10:00Z")
+    page.wait_for_function(
+        "() => document.getElementById('timeline-chart').data.some(t => t.name === 'Notes')"
+    )
+    page.wait_for_selector("#timeline-chart[data-state=ready]")
+    page.evaluate("() => window.scrollTo(0, 0)")
     shot(page, "marker-click-picks-its-time")
 
 
-def test_the_event_table_finds_symptoms_request_ids_and_timeouts(page_at, live_server, loaded):
-    page = page_at(1440, 900)
+def test_the_event_table_finds_symptoms_request_ids_and_timeouts(
+    page_at, live_server, loaded, viewport
+):
+    page = page_at(*viewport)
     _open(page, f"{live_server.url}/incidents/{loaded.slug}/")
     table = page.locator("#event-table")
-    table.locator("select[name=lane]").select_option("symptoms")
+    table.locator("select[name=lane]").select_option(Lane.SYMPTOMS)
     table.locator(".pager", has_text="16 events").wait_for()
     dropped = Event.objects.filter(
         incident=loaded, kind=EventKind.REQUEST, ends_at__isnull=True
@@ -244,10 +253,14 @@ def test_an_empty_incident_says_no_data_yet(page_at, live_server, team, user, vi
     shot(page, "empty-incident")
 
 
-def test_new_evidence_updates_the_open_page_in_place_keeping_the_zoom(
-    page_at, live_server, loaded, user
+def markers_recorded(incident: Incident) -> int:
+    return Event.objects.filter(incident=incident, kind=EventKind.CONFIG_CHANGE).count()
+
+
+def test_new_evidence_updates_the_open_pages_in_place_keeping_the_zoom(
+    page_at, live_server, loaded, user, viewport
 ):
-    page = page_at(1440, 900)
+    page = page_at(*viewport)
     _open(page, f"{live_server.url}/incidents/{loaded.slug}/")
     page.evaluate("() => { window.__stillHere = 42; }")
     loads = int(page.locator("#timeline-chart").get_attribute("data-loads"))
@@ -264,7 +277,29 @@ def test_new_evidence_updates_the_open_page_in_place_keeping_the_zoom(
         "() => document.getElementById('timeline-chart').data"
         ".find(t => t.name === 'Config changes').x.length"
     )
+    # selections: a change's detail open in the side panel, the table filtered to config
+    page.evaluate(
+        """() => { const el = document.getElementById('timeline-chart');
+                   const t = el.data.find(t => t.name === 'Config changes');
+                   el.emit('plotly_click', {points: [{customdata: t.customdata[0]}]}); }"""
+    )
+    page.wait_for_selector("#detail .event-detail")
+    detail = page.locator("#detail h2").inner_text()
+    page.locator("#event-table select[name=lane]").select_option(Lane.CONFIG)
+    page.locator("#event-table .pager", has_text=f"{markers_recorded(loaded)} events").wait_for()
+    page.locator("#verdict").click(position={"x": 5, "y": 5})  # focus leaves the table
     table_before = page.locator("#event-table .pager").inner_text()
+    # the same incident's board and event table, open in other tabs
+    board = page_at(*viewport)
+    board.goto(f"{live_server.url}/incidents/{loaded.slug}/hypotheses/")
+    board.wait_for_function("() => window.htmx !== undefined")
+    events = page_at(*viewport)
+    events.goto(f"{live_server.url}/incidents/{loaded.slug}/events/?lane={Lane.CONFIG}")
+    events_before = events.locator("#event-table .pager").inner_text()
+    for other in (board, events):  # their first poll tells them the version they show
+        other.wait_for_function(
+            "() => document.querySelector('[data-version-url]').dataset.version"
+        )
 
     # Elsewhere: a new change pushed through the API's service, then the analysis re-runs;
     # a hypothesis is added from another session.
@@ -298,4 +333,11 @@ def test_new_evidence_updates_the_open_page_in_place_keeping_the_zoom(
     assert page.evaluate("() => window.__stillHere") == 42  # no navigation
     assert _xrange(page) == zoom  # the zoom is kept
     wait_for(lambda: page.locator("#event-table .pager").inner_text() != table_before, 10)
+    assert page.locator("#event-table select[name=lane]").input_value() == Lane.CONFIG
+    assert "SGLANG_DECODE_WEDGE_GUARD" in page.locator("#event-table").inner_text()
+    assert page.locator("#detail h2").inner_text() == detail  # the open detail stays
     shot(page, "live-update")
+    board.locator("#board", has_text="The wedge guard was switched off").wait_for()
+    wait_for(lambda: events.locator("#event-table .pager").inner_text() != events_before, 10)
+    assert "SGLANG_DECODE_WEDGE_GUARD" in events.locator("#event-table").inner_text()
+    shot(board, "live-update-board")

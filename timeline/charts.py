@@ -67,6 +67,7 @@ class TimelineData:
 
 NO_DATA = "No data yet: upload evidence (logs, metrics, docs, harness results) to see it here"
 SUSPECT_COLOUR = "#7c3aed"
+SUSPECT_LABEL_RISE = 36  # px above the plot: clear of the "Events" title
 
 
 def figure_json(fig: dict[str, Any]) -> str:
@@ -154,7 +155,12 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
     fig.update_layout(
         shapes=shapes,
         height=260 + 170 * len(data.panels),
-        margin={"l": 130, "r": 20, "t": 40 + 15 * len(data.suspects), "b": 40},
+        margin={
+            "l": 130,
+            "r": 20,
+            "t": 40 + (SUSPECT_LABEL_RISE - 8 + 15 * len(data.suspects) if data.suspects else 0),
+            "b": 40,
+        },
         hovermode="closest",
         dragmode="zoom",
         template="plotly_white",
@@ -257,7 +263,7 @@ def _suspect_labels(suspects: list[SuspectLine]) -> list[dict[str, Any]]:
             "arrowwidth": 1,
             "arrowcolor": SUSPECT_COLOUR,
             "ax": 0,
-            "ay": -(22 + 15 * (len(suspects) - 1 - i)),
+            "ay": -(SUSPECT_LABEL_RISE + 15 * (len(suspects) - 1 - i)),
             "font": {"color": SUSPECT_COLOUR, "size": 11},
             "bgcolor": "rgba(255,255,255,0.9)",
             "name": f"suspect-{s.rank}",

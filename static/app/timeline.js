@@ -138,15 +138,12 @@
   document.body.addEventListener("collab-changed", () => { const r = currentRange(); load(r[0], r[1]); });
   window.addEventListener("load", () => load());
 
-  // --- live updates ------------------------------------------------------------------------
-  // Every few seconds ask the incident's version (an ETag'd, body-less 304 when nothing
-  // changed; see timeline/views/live.py for why polling and not a stream). When it changes,
-  // refresh in place: the figure for the same window (the zoom stays), the verdict, suspects
-  // and warnings from a fresh render of this page, the event table with its filters and page,
-  // and the hypotheses panel. The side panel's open detail is left as it is.
-  const POLL_MS = 4000;
+  // --- live updates (static/app/live.js polls; this redraws the timeline's own parts) -----
+  // When the incident's version changes: the figure for the same window (the zoom stays), and
+  // the verdict, suspects and warnings from a fresh render of this page. live.js refreshes the
+  // event table (with its filters and page) and the hypotheses panel; the side panel's open
+  // detail is left as it is.
   const PARTS = ["verdict", "suspects", "analysis-warnings", "analysis-state", "files-count"];
-  let etag = null;
 
   function editing(node) {
     return node && node.contains(document.activeElement) && document.activeElement !== document.body;
@@ -169,45 +166,10 @@
       });
   }
 
-  function refreshTable() {
-    const box = document.getElementById("event-table");
-    const filters = box && box.querySelector("form.filters");
-    if (!filters || editing(box)) return;
-    const params = new URLSearchParams(new FormData(filters));
-    const table = box.querySelector(".event-table");
-    if (table && table.dataset.page) params.set("page", table.dataset.page);
-    htmx.ajax("GET", filters.getAttribute("hx-get") + "?" + params.toString(), {target: "#event-table", swap: "innerHTML"});
-  }
-
-  function refresh(version) {
+  document.body.addEventListener("live-changed", () => {
     const r = currentRange();
-    el.dataset.version = version;
-    return Promise.all([load(r[0], r[1]), refreshParts()]).then(() => {
-      refreshTable();
-      if (!editing(document.getElementById("hypotheses-panel"))) {
-        document.body.dispatchEvent(new CustomEvent("live-changed"));
-      }
-      el.dataset.liveUpdates = String(Number(el.dataset.liveUpdates || 0) + 1);
-    });
-  }
-
-  let busy = false;
-  function poll() {
-    if (busy || document.hidden || !el.dataset.versionUrl) return;
-    busy = true;
-    const headers = etag ? {"If-None-Match": etag} : {};
-    fetch(el.dataset.versionUrl, {credentials: "same-origin", cache: "no-store", headers})
-      .then(r => {
-        if (r.status === 304) return null;
-        if (!r.ok) throw new Error("HTTP " + r.status);
-        etag = r.headers.get("ETag");
-        return r.json();
-      })
-      .then(body => {
-        if (body && body.version !== el.dataset.version) return refresh(body.version);
-      })
-      .catch(() => { /* offline or logged out: try again at the next tick */ })
-      .finally(() => { busy = false; });
-  }
-  window.setInterval(poll, POLL_MS);
+    Promise.all([load(r[0], r[1]), refreshParts()])
+      .then(() => { el.dataset.liveUpdates = String(Number(el.dataset.liveUpdates || 0) + 1); })
+      .catch(() => { /* the next change tries again */ });
+  });
 })();

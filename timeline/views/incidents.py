@@ -275,6 +275,8 @@ def event_table(request: HttpRequest, slug: str) -> HttpResponse:
             "incident": incident,
             "page": page,
             "q": q,
+            "start": request.GET.get("start", "")[:40],
+            "end": request.GET.get("end", "")[:40],
             "lanes": lanes,
             "kinds": kinds,
             "lane_choices": LANE_CHOICES,
