@@ -3,12 +3,13 @@ what was never deployed, and what the engine says when the log cannot show it.""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import itertools
 
 from tests.correlation.builders import at, change, healthy_metrics, span
 from timeline.correlation.engine import analyze
-from timeline.correlation.types import Inputs, LogSymptom, ServerStart
+from timeline.correlation.types import Inputs, LogSymptom, Marks, ServerStart
 
 _refs = itertools.count(50_000)
 
@@ -153,3 +154,30 @@ def test_without_a_logged_start_before_first_bad_the_records_are_ranked_as_befor
 
     assert result.suspects[0].live is None and result.restarts == ()
     assert any("before the first logged server start" in w for w in result.warnings)
+
+
+def test_the_operators_last_good_mark_picks_the_configuration_compared():
+    inputs = Inputs(
+        changes=(),
+        starts=(
+            start(at(7), 1),
+            start(at(9), 100, schedule_policy="'lpm'"),
+            start(at(12), 200, schedule_policy="'lpm'", enable_mixed_chunk="True"),
+        ),
+        series=wedge_after(13),
+        log_spans=(span(at(7), at(20)),),
+        marks=Marks(last_good=at(8)),
+    )
+
+    result = analyze(inputs)
+
+    # Marked at 08:00: the 07:00 start is last known good, so both later changes are suspects.
+    assert result.last_good == at(8)
+    assert result.last_good_reason.startswith("operator mark: last good set to 2026-11-20 08:00")
+    assert {s.live.key for s in result.suspects if s.live} == {
+        "schedule_policy",
+        "enable_mixed_chunk",
+    }
+    # Without the mark, the 09:00 start (3 h clean) is last known good: one suspect.
+    unmarked = analyze(dataclasses.replace(inputs, marks=Marks()))
+    assert [s.live.key for s in unmarked.suspects if s.live] == ["enable_mixed_chunk"]

@@ -373,6 +373,8 @@ def _analyze_live(
     need = params.stable_load_min
     story = [describe(i, intervals[i.index - 1] if i.index else None, need) for i in intervals]
     last_good = ranking.good.begin if ranking.good is not None else None
+    if ranking.good is not None and ranking.last_good_reason.startswith("operator mark"):
+        last_good = inputs.marks.last_good
     ruled_out = _rule_out_model_quality(inputs.harness, symptoms, first.at, last_good, warnings)
     result = Result(
         first_bad=first.at,
