@@ -133,6 +133,7 @@ def test_metrics_without_logs_work_as_before_and_say_what_could_not_be_known(see
     assert _top(world, result) == world.scenario.culprit
     assert result.restarts == () and result.suspects[0].live is None
     assert "no server logs were given: dropped requests were not checked" in result.warnings
+    assert any(w.startswith("no server start was logged") for w in result.warnings)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -264,6 +264,12 @@ def analyze(inputs: Inputs) -> Result:
         if live is not None:
             return live
         warnings.extend(note)
+    elif merged:
+        warnings.append(
+            "no server start was logged (no server_args=ServerArgs(...) line): each change is "
+            "dated by when a doc or commit recorded it, not by the restart that deployed it, and "
+            "drift passed by hand cannot be seen"
+        )
     _check_clocks(inputs, symptoms, warnings)
 
     first = _first_bad_checked(inputs, symptoms, warnings)
