@@ -342,7 +342,7 @@ def _findings(analysis: Analysis, result: Result) -> list[Finding]:
                 score=s.score,
                 at=s.change.at,
                 event_id=s.change.ref,
-                title=_change_title(s.change),
+                title=change_title(s.change),
                 explanation="\n".join(f"- {r}" for r in s.reasons),
                 data={
                     "key": s.change.key,
@@ -362,7 +362,7 @@ def _findings(analysis: Analysis, result: Result) -> list[Finding]:
                 rank=rank,
                 at=e.change.at,
                 event_id=e.change.ref,
-                title=_change_title(e.change),
+                title=change_title(e.change),
                 explanation=e.reason,
                 data={"key": e.change.key, "old": e.change.old, "new": e.change.new},
             )
@@ -414,7 +414,7 @@ def live_data(s: Suspect) -> dict[str, Any]:
     return engine.live_json(s)
 
 
-def _change_title(c: Change) -> str:
+def change_title(c: Change) -> str:
     old = "(unset)" if c.old is None else c.old
     new = "(unset)" if c.new is None else c.new
     return f"{c.key}: {old} → {new}"[:500]

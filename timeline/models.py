@@ -29,6 +29,10 @@ class Team(models.Model):
     name = models.CharField(max_length=100, unique=True)
     slug = models.SlugField(max_length=100, unique=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="teams", blank=True)
+    # Members who manage the team (timeline/views/teams.py): its members, admins and API tokens.
+    admins = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, related_name="admin_of_teams", blank=True
+    )
 
     def __str__(self) -> str:
         return self.name
@@ -401,7 +405,13 @@ class AuditEntry(models.Model):
     deleted user) and services.incident_delete (which sets timeline.audit_purge) get through.
     """
 
-    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="audit")
+    # An incident's entry, or a team's (team management: members, admins, tokens).
+    incident = models.ForeignKey(
+        Incident, null=True, blank=True, on_delete=models.CASCADE, related_name="audit"
+    )
+    team = models.ForeignKey(
+        Team, null=True, blank=True, on_delete=models.PROTECT, related_name="audit"
+    )
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -413,7 +423,16 @@ class AuditEntry(models.Model):
     class Meta:
         ordering = ["-at", "-id"]
         verbose_name_plural = "audit entries"
-        indexes = [models.Index(fields=["incident", "at"], name="audit_incident_at")]
+        indexes = [
+            models.Index(fields=["incident", "at"], name="audit_incident_at"),
+            models.Index(fields=["team", "at"], name="audit_team_at"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(incident__isnull=False) | Q(team__isnull=False),
+                name="auditentry_has_incident_or_team",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M} {self.action} {self.target}"
