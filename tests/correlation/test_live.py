@@ -181,3 +181,17 @@ def test_the_operators_last_good_mark_picks_the_configuration_compared():
     # Without the mark, the 09:00 start (3 h clean) is last known good: one suspect.
     unmarked = analyze(dataclasses.replace(inputs, marks=Marks()))
     assert [s.live.key for s in unmarked.suspects if s.live] == ["enable_mixed_chunk"]
+
+
+def test_fields_only_one_sglang_version_logs_are_not_suspects_but_are_said():
+    newer = {**ARGS, "enable_new_thing": "False", "chunked_prefill_size": "16384"}
+    inputs = Inputs(
+        starts=(start(at(7), 1), ServerStart(next(_refs), at(12), 300, newer, where="server.log")),
+        series=wedge_after(13),
+        log_spans=(span(at(7), at(20)),),
+    )
+
+    result = analyze(inputs)
+
+    assert [s.live.key for s in result.suspects if s.live] == ["chunked_prefill_size"]
+    assert "1 ServerArgs field(s) logged by only one of the two starts" in result.restarts[1]

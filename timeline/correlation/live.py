@@ -215,6 +215,12 @@ def describe(interval: LiveInterval, previous: LiveInterval | None, need: dt.tim
             )
         else:
             parts.append("same configuration as before")
+        other = version_fields(previous, interval)
+        if other:
+            parts.append(
+                f"{len(other)} ServerArgs field(s) logged by only one of the two starts (another "
+                f"SGLang version?), not compared: {', '.join(sorted(other)[:5])}"
+            )
     load = f"carried {fmt_duration(interval.loaded)} of load"
     if interval.symptoms:
         kinds = sorted({str(s.kind).replace("_", " ") for s in interval.symptoms})
@@ -229,10 +235,20 @@ def describe(interval: LiveInterval, previous: LiveInterval | None, need: dt.tim
     return "; ".join(parts)
 
 
+def version_fields(a: LiveInterval, b: LiveInterval) -> set[str]:
+    """ServerArgs fields only one of two logged starts has: another SGLang version, not a
+    setting anyone changed."""
+    if not (a.logged_args and b.logged_args):
+        return set()
+    return set(a.start.server_args) ^ set(b.start.server_args)
+
+
 def diff(a: LiveInterval, b: LiveInterval) -> list[tuple[str, str | None, str | None]]:
-    """The keys whose effective value differs between two intervals: (key, a's, b's), by key."""
+    """The keys whose effective value differs between two intervals: (key, a's, b's), by key.
+    Fields that only one start's ServerArgs logs are left out (see :func:`version_fields`)."""
+    skip = version_fields(a, b)
     out = []
-    for key in sorted(set(a.values) | set(b.values)):
+    for key in sorted((set(a.values) | set(b.values)) - skip):
         if a.effective(key) != b.effective(key):
             out.append((key, a.value(key), b.value(key)))
     return out
