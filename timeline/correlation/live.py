@@ -11,6 +11,7 @@ the evidence the suspects are judged on.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -82,10 +83,19 @@ def _apply(values: dict[str, str], key: str, new: str | None) -> None:
         values[key] = new
 
 
-def _symptoms_in(
-    symptoms: Sequence[Symptom], begin: dt.datetime, end: dt.datetime | None
-) -> tuple[Symptom, ...]:
-    return tuple(s for s in symptoms if begin <= s.at and (end is None or s.at < end))
+class _ByTime:
+    """Things sorted by a time, sliced by [begin, end) with a binary search: a crash loop can
+    log hundreds of starts over a hundred thousand requests."""
+
+    def __init__(self, items: Sequence[object], times: Sequence[dt.datetime]) -> None:
+        order = sorted(range(len(items)), key=lambda i: times[i])
+        self.items = [items[i] for i in order]
+        self.times = [times[i] for i in order]
+
+    def between(self, begin: dt.datetime, end: dt.datetime | None) -> list[object]:
+        lo = bisect.bisect_left(self.times, begin)
+        hi = len(self.times) if end is None else bisect.bisect_left(self.times, end)
+        return self.items[lo:hi]
 
 
 def build_intervals(
@@ -102,6 +112,8 @@ def build_intervals(
     recorded = sorted(changes, key=lambda c: c.at)
     carried: dict[str, str] = {}
     intervals: list[LiveInterval] = []
+    by_symptom = _ByTime(symptoms, [x.at for x in symptoms])
+    by_request = _ByTime(requests, [r.received_at for r in requests])
     i = 0
     for n, start in enumerate(ordered):
         applied: list[Change] = []
@@ -133,9 +145,8 @@ def build_intervals(
         loaded = (
             load.loaded(begin, end) if load is not None and end is not None else dt.timedelta(0)
         )
-        inside = [
-            r for r in requests if begin <= r.received_at and (end is None or r.received_at < end)
-        ]
+        inside = [r for r in by_request.between(begin, end) if isinstance(r, Request)]
+        finished = sum(1 for r in inside if r.finished_at is not None)
         intervals.append(
             LiveInterval(
                 index=n,
@@ -146,9 +157,9 @@ def build_intervals(
                 assumed=frozenset(assumed),
                 logged_args=bool(start.server_args),
                 loaded=loaded,
-                symptoms=_symptoms_in(symptoms, begin, end),
-                finished=sum(1 for r in inside if r.finished_at is not None),
-                stalled=sum(1 for r in inside if r.finished_at is None),
+                symptoms=tuple(x for x in by_symptom.between(begin, end) if isinstance(x, Symptom)),
+                finished=finished,
+                stalled=len(inside) - finished,
                 recorded=tuple(applied),
             )
         )
@@ -159,11 +170,8 @@ def build_intervals(
 
 def interval_at(intervals: Sequence[LiveInterval], t: dt.datetime) -> LiveInterval | None:
     """The interval live at ``t`` (the latest start at or before it), or None before the first."""
-    found = None
-    for interval in intervals:
-        if interval.begin <= t:
-            found = interval
-    return found
+    k = bisect.bisect_right([i.begin for i in intervals], t)
+    return intervals[k - 1] if k else None
 
 
 def cut_by_restart(
@@ -179,6 +187,7 @@ def cut_by_restart(
     if not intervals:
         return list(symptoms), 0
     by_ref = {r.ref: r for r in requests}
+    begins = [i.begin for i in intervals]
     kept: list[Symptom] = []
     cut = 0
     for s in symptoms:
@@ -186,7 +195,8 @@ def cut_by_restart(
             by_ref.get(s.refs[0]) if s.kind == SymptomKind.DROPPED_REQUEST and s.refs else None
         )
         if request is not None and request.finished_at is None:
-            interval = interval_at(intervals, request.received_at)
+            k = bisect.bisect_right(begins, request.received_at)
+            interval = intervals[k - 1] if k else None
             if (
                 interval is not None
                 and interval.end is not None
@@ -249,6 +259,8 @@ def diff(a: LiveInterval, b: LiveInterval) -> list[tuple[str, str | None, str | 
     skip = version_fields(a, b)
     out = []
     for key in sorted((set(a.values) | set(b.values)) - skip):
+        if a.values.get(key) == b.values.get(key):
+            continue  # the same text is the same value
         if a.effective(key) != b.effective(key):
             out.append((key, a.value(key), b.value(key)))
     return out
