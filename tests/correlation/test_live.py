@@ -195,3 +195,22 @@ def test_fields_only_one_sglang_version_logs_are_not_suspects_but_are_said():
 
     assert [s.live.key for s in result.suspects if s.live] == ["chunked_prefill_size"]
     assert "1 ServerArgs field(s) logged by only one of the two starts" in result.restarts[1]
+
+
+def test_a_value_recorded_only_after_it_ran_is_explained_by_the_record_and_said_late():
+    inputs = Inputs(
+        changes=(change("--schedule-policy", "fcfs", "lpm", at(15), "doc:D@3", scope="flag"),),
+        starts=(start(at(7), 1), start(at(12), 300, schedule_policy="'lpm'")),
+        series=wedge_after(13),
+        log_spans=(span(at(7), at(20)),),
+    )
+
+    result = analyze(inputs)
+
+    top = result.suspects[0]
+    assert top.sources[0] == "doc:D@3" and top.live is not None
+    assert top.live.live_at == at(12) and top.live.recorded_at == at(15)
+    assert (
+        "--schedule-policy: the server ran lpm from 2026-11-20 12:00 UTC (server.log:300), but "
+        "the doc recorded it only at 2026-11-20 15:00 UTC"
+    ) in result.drift
