@@ -214,3 +214,26 @@ def test_a_value_recorded_only_after_it_ran_is_explained_by_the_record_and_said_
         "--schedule-policy: the server ran lpm from 2026-11-20 12:00 UTC (server.log:300), but "
         "the doc recorded it only at 2026-11-20 15:00 UTC"
     ) in result.drift
+
+
+def test_requests_that_stop_finishing_until_a_restart_are_a_stall_and_say_what_kept_finishing():
+    from tests.correlation.builders import request
+
+    finished = [request(f"ok{i}", at(13, 2 * i), at(13, 2 * i, 40)) for i in range(10)]
+    stalled = [request(f"st{i}", at(13, 30 + 3 * i), None) for i in range(6)]
+    inputs = Inputs(
+        starts=(start(at(7), 1), start(at(13), 300, enable_mixed_chunk="True"), start(at(14), 400)),
+        requests=tuple(finished + stalled),
+        log_spans=(span(at(7), at(20)),),
+    )
+
+    result = analyze(inputs)
+
+    stall = next(s for s in result.symptoms if s.kind == "stall")
+    assert stall.at == at(13, 30) and stall.ends_at == at(14)
+    assert stall.title == (
+        "stall: 6 requests received from 2026-11-20 13:30 UTC and none finished until the "
+        "restart at 2026-11-20 14:00 UTC; 10 finished before it"
+    )
+    assert result.first_bad == at(13, 30)
+    assert [s.live.key for s in result.suspects if s.live] == ["enable_mixed_chunk"]

@@ -27,6 +27,7 @@ from timeline.correlation.live import (
     build_intervals,
     cut_by_restart,
     describe,
+    find_stalls,
 )
 from timeline.correlation.suspects import rank_changes
 from timeline.correlation.symptoms import (
@@ -59,6 +60,8 @@ from timeline.correlation.windows import Moment, find_first_bad, find_last_good
 MODEL_QUALITY = "model quality"
 # Passing harness runs in the window needed before model quality is ruled out.
 MIN_PASSED_RUNS = 2
+# Unfinished requests in a row, until a restart, that make a stall (with request_timeout).
+STALL_REQUESTS = 3
 
 
 def _skew_warnings(merged: Sequence[Change], window: dt.timedelta) -> list[str]:
@@ -337,6 +340,7 @@ def _analyze_live(
     recorded = [c for c in merged if not all(s.startswith("live:") for s in c.sources)]
     rough = build_intervals(inputs.starts, recorded, found, inputs.requests, load, until)
     kept, cut = cut_by_restart(found, inputs.requests, rough, params.request_timeout)
+    kept += find_stalls(rough, inputs.requests, STALL_REQUESTS, params.request_timeout)
     symptoms = sort_symptoms(kept)
     if cut:
         warnings.append(

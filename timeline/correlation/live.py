@@ -209,6 +209,38 @@ def cut_by_restart(
     return kept, cut
 
 
+def find_stalls(
+    intervals: Sequence[LiveInterval],
+    requests: Sequence[Request],
+    min_requests: int,
+    min_span: dt.timedelta,
+) -> list[Symptom]:
+    """Per start: from the first of the requests received after the last one that finished,
+    when at least ``min_requests`` of them went unfinished over at least ``min_span`` while the
+    server stayed up (until the next start): the server stalled. Which requests kept finishing
+    before it is said in the title."""
+    by_request = _ByTime(requests, [r.received_at for r in requests])
+    stalls: list[Symptom] = []
+    for interval in intervals:
+        if interval.end is None or interval.index + 1 >= len(intervals):
+            continue  # the log may simply end: a stall needs the server seen up after it
+        inside = [
+            r for r in by_request.between(interval.begin, interval.end) if isinstance(r, Request)
+        ]
+        last_done = max((n for n, r in enumerate(inside) if r.finished_at is not None), default=-1)
+        tail = inside[last_done + 1 :]
+        if len(tail) < min_requests or interval.end - tail[0].received_at < min_span:
+            continue
+        title = (
+            f"stall: {len(tail)} requests received from {fmt_time(tail[0].received_at)} and none "
+            f"finished until the restart at {fmt_time(interval.end)}; {last_done + 1} finished "
+            "before it"
+        )
+        refs = tuple(r.ref for r in tail[:50])
+        stalls.append(Symptom(SymptomKind.STALL, tail[0].received_at, interval.end, title, refs))
+    return stalls
+
+
 def describe(interval: LiveInterval, previous: LiveInterval | None, need: dt.timedelta) -> str:
     """One line for the Live config story: when, what changed, load, symptoms."""
     parts = [f"{fmt_time(interval.begin)} start ({interval.where})"]
