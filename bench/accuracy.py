@@ -49,6 +49,50 @@ def _rank(world: World, result: Result) -> int | None:
     return ranked.index(culprit) + 1 if culprit in ranked else None
 
 
+def crash_loop_speed(starts: int = 500, requests: int = 100_000) -> None:
+    """A crash loop's worth of starts (each a ServerArgs of 330 fields) over many requests:
+    engine.analyze with the starts, and the same inputs without them (the pre-13 path)."""
+    import datetime as dt
+
+    from tests.correlation.livestory import BASE_ARGS
+    from timeline.correlation.types import LogSpan, LogSymptom, Request, ServerStart
+
+    t0 = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)
+    fields = {k: repr(v) for k, v in BASE_ARGS.items()} | {f"f{i}": str(i) for i in range(305)}
+    made = [
+        ServerStart(
+            n,
+            t0 + dt.timedelta(minutes=2 * n),
+            n + 1,
+            fields | ({"chunked_prefill_size": "16384"} if n >= starts // 2 else {}),
+        )
+        for n in range(starts)
+    ]
+    errors = tuple(
+        LogSymptom(10**6 + n, t0 + dt.timedelta(minutes=2 * n, seconds=90), "crash", "boom")
+        for n in range(starts // 2, starts)
+    )
+    reqs = tuple(
+        Request(10**7 + i, f"r{i}", t0 + dt.timedelta(seconds=i), t0 + dt.timedelta(seconds=i + 5))
+        for i in range(requests)
+    )
+    span = (LogSpan(1, t0, t0 + dt.timedelta(seconds=requests + 60)),)
+    live = Inputs(starts=tuple(made), errors=errors, requests=reqs, log_spans=span)
+    best = {}
+    for name, inputs in (("with starts", live), ("without", dataclasses.replace(live, starts=()))):
+        times = []
+        for _ in range(3):
+            began = time.perf_counter()
+            analyze(inputs)
+            times.append(time.perf_counter() - began)
+        best[name] = min(times)
+    print(
+        f"crash loop: {starts} starts x {len(fields)} fields, {requests} requests: analyze "
+        f"{best['with starts']:.2f} s with the starts, {best['without']:.2f} s without "
+        f"({best['with starts'] / best['without']:.1f}x), best of 3"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--incidents", type=int, default=600)
@@ -56,6 +100,7 @@ def main() -> int:
     parser.add_argument("--via", choices=("files", "inputs"), default="files")
     parser.add_argument("--show", type=int, default=5, help="misses to print")
     parser.add_argument("--traceback", action="store_true", help="print each crash's traceback")
+    parser.add_argument("--speed", action="store_true", help="also time a 500-start crash loop")
     args = parser.parse_args()
 
     draw = random.Random(args.seed)
@@ -103,6 +148,8 @@ def main() -> int:
         )
     for line in misses[: args.show]:
         print("miss:", line)
+    if args.speed:
+        crash_loop_speed()
     n = args.incidents
     top1 = sum(stats[k, "top1"] for k in names) / n
     top3 = sum(stats[k, "top3"] for k in names) / n

@@ -80,9 +80,14 @@ def test_analyze_json_prints_exactly_one_object_with_the_public_shape(sample_bun
         "suspects",
         "excluded",
         "ruled_out",
+        "bisect",
+        "drift",
+        "restarts",
         "weights",
     }
     assert payload["weights"] == {"version": WEIGHTS_VERSION, "values": weights()}
+    # The sample's first bad moment falls in its first logged start: ranked as before issue 13.
+    assert payload["bisect"] == payload["drift"] == payload["restarts"] == []
     assert payload["suspects"][0]["key"] == CULPRIT
     assert set(payload["suspects"][0]) == {"key", "old", "new", "at", "score", "sources", "reasons"}
     scores = [s["score"] for s in payload["suspects"]]

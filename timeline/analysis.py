@@ -441,6 +441,9 @@ def public_json(incident: Incident, analysis: Analysis | None) -> dict[str, Any]
             "suspects": [],
             "excluded": [],
             "ruled_out": [],
+            "bisect": [],
+            "drift": [],
+            "restarts": [],
             "weights": None,
         }
     recorded = analysis.weights_version is not None

@@ -101,6 +101,16 @@ class Draw:
                 ),
                 *plans[1:],
             ]
+        last = plans[-1]
+        if self.rng.random() < 0.3 and last.edits and last.hours > 1.5:
+            # Restarted again soon after the deploy, before the culprit had bitten: the culprit
+            # itself then shows a short clean run under its bad value.
+            brief = round(self.rng.uniform(0.15, 0.35), 2)
+            plans = [
+                *plans[:-1],
+                Plan(last.at, brief, last.edits),
+                Plan(last.at + dt.timedelta(hours=brief), last.hours - brief, ()),
+            ]
         return plans
 
 

@@ -3,12 +3,13 @@ what was never deployed, and what the engine says when the log cannot show it.""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import itertools
 
 from tests.correlation.builders import at, change, healthy_metrics, span
 from timeline.correlation.engine import analyze
-from timeline.correlation.types import Inputs, LogSymptom, ServerStart
+from timeline.correlation.types import Inputs, LogSymptom, Marks, ServerStart
 
 _refs = itertools.count(50_000)
 
@@ -153,3 +154,86 @@ def test_without_a_logged_start_before_first_bad_the_records_are_ranked_as_befor
 
     assert result.suspects[0].live is None and result.restarts == ()
     assert any("before the first logged server start" in w for w in result.warnings)
+
+
+def test_the_operators_last_good_mark_picks_the_configuration_compared():
+    inputs = Inputs(
+        changes=(),
+        starts=(
+            start(at(7), 1),
+            start(at(9), 100, schedule_policy="'lpm'"),
+            start(at(12), 200, schedule_policy="'lpm'", enable_mixed_chunk="True"),
+        ),
+        series=wedge_after(13),
+        log_spans=(span(at(7), at(20)),),
+        marks=Marks(last_good=at(8)),
+    )
+
+    result = analyze(inputs)
+
+    # Marked at 08:00: the 07:00 start is last known good, so both later changes are suspects.
+    assert result.last_good == at(8)
+    assert result.last_good_reason.startswith("operator mark: last good set to 2026-11-20 08:00")
+    assert {s.live.key for s in result.suspects if s.live} == {
+        "schedule_policy",
+        "enable_mixed_chunk",
+    }
+    # Without the mark, the 09:00 start (3 h clean) is last known good: one suspect.
+    unmarked = analyze(dataclasses.replace(inputs, marks=Marks()))
+    assert [s.live.key for s in unmarked.suspects if s.live] == ["enable_mixed_chunk"]
+
+
+def test_fields_only_one_sglang_version_logs_are_not_suspects_but_are_said():
+    newer = {**ARGS, "enable_new_thing": "False", "chunked_prefill_size": "16384"}
+    inputs = Inputs(
+        starts=(start(at(7), 1), ServerStart(next(_refs), at(12), 300, newer, where="server.log")),
+        series=wedge_after(13),
+        log_spans=(span(at(7), at(20)),),
+    )
+
+    result = analyze(inputs)
+
+    assert [s.live.key for s in result.suspects if s.live] == ["chunked_prefill_size"]
+    assert "1 ServerArgs field(s) logged by only one of the two starts" in result.restarts[1]
+
+
+def test_a_value_recorded_only_after_it_ran_is_explained_by_the_record_and_said_late():
+    inputs = Inputs(
+        changes=(change("--schedule-policy", "fcfs", "lpm", at(15), "doc:D@3", scope="flag"),),
+        starts=(start(at(7), 1), start(at(12), 300, schedule_policy="'lpm'")),
+        series=wedge_after(13),
+        log_spans=(span(at(7), at(20)),),
+    )
+
+    result = analyze(inputs)
+
+    top = result.suspects[0]
+    assert top.sources[0] == "doc:D@3" and top.live is not None
+    assert top.live.live_at == at(12) and top.live.recorded_at == at(15)
+    assert (
+        "--schedule-policy: the server ran lpm from 2026-11-20 12:00 UTC (server.log:300), but "
+        "the doc recorded it only at 2026-11-20 15:00 UTC"
+    ) in result.drift
+
+
+def test_requests_that_stop_finishing_until_a_restart_are_a_stall_and_say_what_kept_finishing():
+    from tests.correlation.builders import request
+
+    finished = [request(f"ok{i}", at(13, 2 * i), at(13, 2 * i, 40)) for i in range(10)]
+    stalled = [request(f"st{i}", at(13, 30 + 3 * i), None) for i in range(6)]
+    inputs = Inputs(
+        starts=(start(at(7), 1), start(at(13), 300, enable_mixed_chunk="True"), start(at(14), 400)),
+        requests=tuple(finished + stalled),
+        log_spans=(span(at(7), at(20)),),
+    )
+
+    result = analyze(inputs)
+
+    stall = next(s for s in result.symptoms if s.kind == "stall")
+    assert stall.at == at(13, 30) and stall.ends_at == at(14)
+    assert stall.title == (
+        "stall: 6 requests received from 2026-11-20 13:30 UTC and none finished until the "
+        "restart at 2026-11-20 14:00 UTC; 10 finished before it"
+    )
+    assert result.first_bad == at(13, 30)
+    assert [s.live.key for s in result.suspects if s.live] == ["enable_mixed_chunk"]

@@ -13,9 +13,7 @@ from timeline.correlation import keys
 from timeline.correlation.engine import analyze
 from timeline.correlation.types import Result
 
-# The DST night needs the log parser's resolution of repeated local times (the ingest half of
-# issue 13); it runs in test_scenarios.py on engine inputs meanwhile.
-REAL = sorted(set(SITUATIONS) - {"dst_night"})
+REAL = sorted(SITUATIONS)
 
 
 def _analyse(name: str, seed: int) -> tuple[World, Result]:
@@ -62,3 +60,15 @@ def test_the_doc_records_are_dated_in_the_servers_time_zone():
     recorded = sorted(c.at for c in inputs.changes)
     expected = sorted(at.replace(second=0, microsecond=0) for at, *_ in world.records)
     assert recorded == expected
+
+
+@pytest.mark.parametrize("seed", [31, 32, 33])
+def test_a_dst_night_read_from_the_log_does_not_move_first_bad_an_hour(seed):
+    world, result = _analyse("dst_night", seed)
+
+    truth = next(p.at for p in world.scenario.plans if p.edits) + world.scenario.trigger
+    assert result.first_bad is not None
+    assert abs((result.first_bad - truth).total_seconds()) < 300
+    fields = frozenset(world.starts[0][1])
+    top = result.suspects[0].change
+    assert keys.canonical(top.key, top.scope, fields) == world.scenario.culprit

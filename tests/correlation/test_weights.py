@@ -22,6 +22,7 @@ from timeline.correlation.weights import WEIGHTS_VERSION, weights, weights_diges
 RELEASED = {
     1: "8de0adf6339fabaec7df0aca18e175c269d3a48981eedf8f0369f174808aec42",
     2: "f8b643bdf34ee99e1a9d39902ee220e58530a8ad3007ad7ee0169e2ad6f0a7f5",
+    3: "f9ec8625307e8de612971c616585323c02a6c57d43e15820a345a5235aba4d25",
 }
 
 
@@ -72,8 +73,8 @@ def test_changing_any_score_constant_changes_the_hash(monkeypatch, name):
 
 @pytest.mark.parametrize(
     ("module", "name"),
-    [(symptoms, "LOOKBACK"), (engine, "MIN_PASSED_RUNS")],
-    ids=["LOOKBACK", "MIN_PASSED_RUNS"],
+    [(symptoms, "LOOKBACK"), (engine, "MIN_PASSED_RUNS"), (engine, "STALL_REQUESTS")],
+    ids=["LOOKBACK", "MIN_PASSED_RUNS", "STALL_REQUESTS"],
 )
 def test_changing_a_threshold_beside_params_changes_the_hash(monkeypatch, module, name):
     before = weights_digest(weights())

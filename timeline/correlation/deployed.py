@@ -225,6 +225,12 @@ def drift_lines(
             lines.append(text + ": documented, not deployed")
         elif d.status == "live" and d.interval is not None and d.interval.index > 0:
             gap = d.interval.begin - d.change.at
+            if -gap >= dt.timedelta(minutes=1):
+                lines.append(
+                    f"{d.change.key}: the server ran {keys.shown(d.change.new)} from "
+                    f"{fmt_time(d.interval.begin)} ({d.interval.where}), but the "
+                    f"{_record_kind(d.change)} recorded it only at {fmt_time(d.change.at)}"
+                )
             if gap >= dt.timedelta(minutes=1):
                 lines.append(
                     f"{d.change.key}: recorded as {keys.shown(d.change.new)} at "

@@ -27,6 +27,7 @@ from timeline.correlation.live import (
     build_intervals,
     cut_by_restart,
     describe,
+    find_stalls,
 )
 from timeline.correlation.suspects import rank_changes
 from timeline.correlation.symptoms import (
@@ -59,6 +60,8 @@ from timeline.correlation.windows import Moment, find_first_bad, find_last_good
 MODEL_QUALITY = "model quality"
 # Passing harness runs in the window needed before model quality is ruled out.
 MIN_PASSED_RUNS = 2
+# Unfinished requests in a row, until a restart, that make a stall (with request_timeout).
+STALL_REQUESTS = 3
 
 
 def _skew_warnings(merged: Sequence[Change], window: dt.timedelta) -> list[str]:
@@ -264,6 +267,12 @@ def analyze(inputs: Inputs) -> Result:
         if live is not None:
             return live
         warnings.extend(note)
+    elif merged:
+        warnings.append(
+            "no server start was logged (no server_args=ServerArgs(...) line): each change is "
+            "dated by when a doc or commit recorded it, not by the restart that deployed it, and "
+            "drift passed by hand cannot be seen"
+        )
     _check_clocks(inputs, symptoms, warnings)
 
     first = _first_bad_checked(inputs, symptoms, warnings)
@@ -331,6 +340,7 @@ def _analyze_live(
     recorded = [c for c in merged if not all(s.startswith("live:") for s in c.sources)]
     rough = build_intervals(inputs.starts, recorded, found, inputs.requests, load, until)
     kept, cut = cut_by_restart(found, inputs.requests, rough, params.request_timeout)
+    kept += find_stalls(rough, inputs.requests, STALL_REQUESTS, params.request_timeout)
     symptoms = sort_symptoms(kept)
     if cut:
         warnings.append(
@@ -373,6 +383,8 @@ def _analyze_live(
     need = params.stable_load_min
     story = [describe(i, intervals[i.index - 1] if i.index else None, need) for i in intervals]
     last_good = ranking.good.begin if ranking.good is not None else None
+    if ranking.good is not None and ranking.last_good_reason.startswith("operator mark"):
+        last_good = inputs.marks.last_good
     ruled_out = _rule_out_model_quality(inputs.harness, symptoms, first.at, last_good, warnings)
     result = Result(
         first_bad=first.at,

@@ -12,6 +12,7 @@ value; ``True``, ``true`` and a flag given without a value are one; ``None`` is 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Collection
 
@@ -40,6 +41,7 @@ _FALSE = frozenset({"false", "no", "off"})
 _NONE = frozenset({"none", "null", ""})
 
 
+@functools.lru_cache(maxsize=65536)
 def is_env(key: str, scope: str = "") -> bool:
     """An environment variable (``SGLANG_ENABLE_PDL``): it stays an env key, never a field."""
     return scope == Scope.ENV or bool(_ENV_RE.match(key))
@@ -140,6 +142,7 @@ def _plain(text: str) -> str | None:
     return text
 
 
+@functools.lru_cache(maxsize=65536)
 def effective(value: str | None, scope: str = "") -> str | None:
     """The meaning of a logged or recorded value, as a canonical string (None: not set).
 

@@ -11,6 +11,7 @@ the evidence the suspects are judged on.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -82,10 +83,19 @@ def _apply(values: dict[str, str], key: str, new: str | None) -> None:
         values[key] = new
 
 
-def _symptoms_in(
-    symptoms: Sequence[Symptom], begin: dt.datetime, end: dt.datetime | None
-) -> tuple[Symptom, ...]:
-    return tuple(s for s in symptoms if begin <= s.at and (end is None or s.at < end))
+class _ByTime:
+    """Things sorted by a time, sliced by [begin, end) with a binary search: a crash loop can
+    log hundreds of starts over a hundred thousand requests."""
+
+    def __init__(self, items: Sequence[object], times: Sequence[dt.datetime]) -> None:
+        order = sorted(range(len(items)), key=lambda i: times[i])
+        self.items = [items[i] for i in order]
+        self.times = [times[i] for i in order]
+
+    def between(self, begin: dt.datetime, end: dt.datetime | None) -> list[object]:
+        lo = bisect.bisect_left(self.times, begin)
+        hi = len(self.times) if end is None else bisect.bisect_left(self.times, end)
+        return self.items[lo:hi]
 
 
 def build_intervals(
@@ -102,6 +112,8 @@ def build_intervals(
     recorded = sorted(changes, key=lambda c: c.at)
     carried: dict[str, str] = {}
     intervals: list[LiveInterval] = []
+    by_symptom = _ByTime(symptoms, [x.at for x in symptoms])
+    by_request = _ByTime(requests, [r.received_at for r in requests])
     i = 0
     for n, start in enumerate(ordered):
         applied: list[Change] = []
@@ -133,9 +145,8 @@ def build_intervals(
         loaded = (
             load.loaded(begin, end) if load is not None and end is not None else dt.timedelta(0)
         )
-        inside = [
-            r for r in requests if begin <= r.received_at and (end is None or r.received_at < end)
-        ]
+        inside = [r for r in by_request.between(begin, end) if isinstance(r, Request)]
+        finished = sum(1 for r in inside if r.finished_at is not None)
         intervals.append(
             LiveInterval(
                 index=n,
@@ -146,9 +157,9 @@ def build_intervals(
                 assumed=frozenset(assumed),
                 logged_args=bool(start.server_args),
                 loaded=loaded,
-                symptoms=_symptoms_in(symptoms, begin, end),
-                finished=sum(1 for r in inside if r.finished_at is not None),
-                stalled=sum(1 for r in inside if r.finished_at is None),
+                symptoms=tuple(x for x in by_symptom.between(begin, end) if isinstance(x, Symptom)),
+                finished=finished,
+                stalled=len(inside) - finished,
                 recorded=tuple(applied),
             )
         )
@@ -159,11 +170,8 @@ def build_intervals(
 
 def interval_at(intervals: Sequence[LiveInterval], t: dt.datetime) -> LiveInterval | None:
     """The interval live at ``t`` (the latest start at or before it), or None before the first."""
-    found = None
-    for interval in intervals:
-        if interval.begin <= t:
-            found = interval
-    return found
+    k = bisect.bisect_right([i.begin for i in intervals], t)
+    return intervals[k - 1] if k else None
 
 
 def cut_by_restart(
@@ -179,6 +187,7 @@ def cut_by_restart(
     if not intervals:
         return list(symptoms), 0
     by_ref = {r.ref: r for r in requests}
+    begins = [i.begin for i in intervals]
     kept: list[Symptom] = []
     cut = 0
     for s in symptoms:
@@ -186,7 +195,8 @@ def cut_by_restart(
             by_ref.get(s.refs[0]) if s.kind == SymptomKind.DROPPED_REQUEST and s.refs else None
         )
         if request is not None and request.finished_at is None:
-            interval = interval_at(intervals, request.received_at)
+            k = bisect.bisect_right(begins, request.received_at)
+            interval = intervals[k - 1] if k else None
             if (
                 interval is not None
                 and interval.end is not None
@@ -197,6 +207,38 @@ def cut_by_restart(
                 continue
         kept.append(s)
     return kept, cut
+
+
+def find_stalls(
+    intervals: Sequence[LiveInterval],
+    requests: Sequence[Request],
+    min_requests: int,
+    min_span: dt.timedelta,
+) -> list[Symptom]:
+    """Per start: from the first of the requests received after the last one that finished,
+    when at least ``min_requests`` of them went unfinished over at least ``min_span`` while the
+    server stayed up (until the next start): the server stalled. Which requests kept finishing
+    before it is said in the title."""
+    by_request = _ByTime(requests, [r.received_at for r in requests])
+    stalls: list[Symptom] = []
+    for interval in intervals:
+        if interval.end is None or interval.index + 1 >= len(intervals):
+            continue  # the log may simply end: a stall needs the server seen up after it
+        inside = [
+            r for r in by_request.between(interval.begin, interval.end) if isinstance(r, Request)
+        ]
+        last_done = max((n for n, r in enumerate(inside) if r.finished_at is not None), default=-1)
+        tail = inside[last_done + 1 :]
+        if len(tail) < min_requests or interval.end - tail[0].received_at < min_span:
+            continue
+        title = (
+            f"stall: {len(tail)} requests received from {fmt_time(tail[0].received_at)} and none "
+            f"finished until the restart at {fmt_time(interval.end)}; {last_done + 1} finished "
+            "before it"
+        )
+        refs = tuple(r.ref for r in tail[:50])
+        stalls.append(Symptom(SymptomKind.STALL, tail[0].received_at, interval.end, title, refs))
+    return stalls
 
 
 def describe(interval: LiveInterval, previous: LiveInterval | None, need: dt.timedelta) -> str:
@@ -215,6 +257,12 @@ def describe(interval: LiveInterval, previous: LiveInterval | None, need: dt.tim
             )
         else:
             parts.append("same configuration as before")
+        other = version_fields(previous, interval)
+        if other:
+            parts.append(
+                f"{len(other)} ServerArgs field(s) logged by only one of the two starts (another "
+                f"SGLang version?), not compared: {', '.join(sorted(other)[:5])}"
+            )
     load = f"carried {fmt_duration(interval.loaded)} of load"
     if interval.symptoms:
         kinds = sorted({str(s.kind).replace("_", " ") for s in interval.symptoms})
@@ -229,10 +277,22 @@ def describe(interval: LiveInterval, previous: LiveInterval | None, need: dt.tim
     return "; ".join(parts)
 
 
+def version_fields(a: LiveInterval, b: LiveInterval) -> set[str]:
+    """ServerArgs fields only one of two logged starts has: another SGLang version, not a
+    setting anyone changed."""
+    if not (a.logged_args and b.logged_args):
+        return set()
+    return set(a.start.server_args) ^ set(b.start.server_args)
+
+
 def diff(a: LiveInterval, b: LiveInterval) -> list[tuple[str, str | None, str | None]]:
-    """The keys whose effective value differs between two intervals: (key, a's, b's), by key."""
+    """The keys whose effective value differs between two intervals: (key, a's, b's), by key.
+    Fields that only one start's ServerArgs logs are left out (see :func:`version_fields`)."""
+    skip = version_fields(a, b)
     out = []
-    for key in sorted(set(a.values) | set(b.values)):
+    for key in sorted((set(a.values) | set(b.values)) - skip):
+        if a.values.get(key) == b.values.get(key):
+            continue  # the same text is the same value
         if a.effective(key) != b.effective(key):
             out.append((key, a.value(key), b.value(key)))
     return out

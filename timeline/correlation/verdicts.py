@@ -67,6 +67,7 @@ def find_good(
 ) -> tuple[LiveInterval | None, str]:
     """The operator's mark, else the last interval before the bad one that carried sustained
     load without a symptom."""
+    ignored = ""
     if marks.last_good is not None:
         marked = interval_at(intervals, marks.last_good)
         if marked is not None and marked.index < bad.index:
@@ -74,6 +75,10 @@ def find_good(
                 f"operator mark: last good set to {fmt_time(marks.last_good)}, when "
                 f"{marked.label()} was live"
             )
+        ignored = (
+            f"the operator's last good mark ({fmt_time(marks.last_good)}) is not in a start "
+            "before the one live at first bad, so it cannot name an earlier configuration; "
+        )
     best: LiveInterval | None = None
     for interval in reversed(intervals[: bad.index]):
         if not interval.clean():
@@ -81,20 +86,20 @@ def find_good(
         if interval.loaded >= need:
             end = fmt_time(interval.end) if interval.end is not None else "the end of the data"
             return interval, (
-                f"{interval.label()} carried {fmt_duration(interval.loaded)} of load without a "
-                f"symptom (until {end})"
+                f"{ignored}{interval.label()} carried {fmt_duration(interval.loaded)} of load "
+                f"without a symptom (until {end})"
             )
         if best is None or interval.loaded > best.loaded:
             best = interval
     if best is not None and best.loaded > dt.timedelta(0):
         return best, (
-            f"no start before the first bad moment carried {fmt_duration(need)} of load without "
-            f"a symptom; the most was {fmt_duration(best.loaded)}, by {best.label()}, taken as "
-            "last known good"
+            f"{ignored}no start before the first bad moment carried {fmt_duration(need)} of load "
+            f"without a symptom; the most was {fmt_duration(best.loaded)}, by {best.label()}, "
+            "taken as last known good"
         )
     return None, (
-        "no start before the first bad moment carried load without a symptom, so there is no "
-        "last known good configuration"
+        f"{ignored}no start before the first bad moment carried load without a symptom, so "
+        "there is no last known good configuration"
     )
 
 
@@ -163,7 +168,8 @@ def _weigh(
                     f"reverted to {shown_good} at {j.label()} and no symptom followed in "
                     f"{fmt_duration(j.loaded)} of load {_pts(points)}",
                 )
-        if was == good_value and now == bad_value and j.symptoms and prev.clean():
+        reverted_ran = prev.clean() and prev.loaded > dt.timedelta(0)
+        if was == good_value and now == bad_value and j.symptoms and reverted_ran:
             ev.points += RESTORED_POINTS
             ev.convict += RESTORED_POINTS
             ev.for_lines += (

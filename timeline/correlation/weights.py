@@ -20,7 +20,7 @@ from typing import Any
 from timeline.correlation import engine, relevance, suspects, symptoms, verdicts
 from timeline.correlation.types import Params
 
-WEIGHTS_VERSION = 2
+WEIGHTS_VERSION = 3
 
 
 def params_json(params: Params) -> dict[str, float]:
@@ -62,6 +62,7 @@ def weights(params: Params | None = None) -> dict[str, Any]:
             **params_json(params or Params()),
             "metric_lookback": symptoms.LOOKBACK.total_seconds(),
             "ruled_out_min_passed_runs": engine.MIN_PASSED_RUNS,
+            "stall_requests": engine.STALL_REQUESTS,
         },
     }
 
