@@ -227,6 +227,9 @@ class LogSpanAttrs(TypedDict):
     lines: int
     requests: int
     unfinished: int
+    # Lines whose local time a DST change made ambiguous ("repeated") or impossible
+    # ("skipped"), and how they were read (ingest.parsers.logclock.Window.as_attrs).
+    clock: NotRequired[list[dict[str, Any]]]
 
 
 class LogErrorAttrs(TypedDict, total=False):

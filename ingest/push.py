@@ -16,7 +16,8 @@ from typing import Any
 from django.utils import timezone
 
 from evidence.vocabulary import EventKind, Lane, Scope, Source
-from ingest.parsers import harness
+from ingest import checks
+from ingest.parsers import harness, jsontext
 from ingest.parsers.types import (
     ConfigChangeRecord,
     EventRecord,
@@ -71,7 +72,14 @@ def _time(value: Any, where: str) -> dt.datetime:
         raise PushError(f"{where}: expected an ISO 8601 time with a zone, got {value!r}") from None
     if parsed.tzinfo is None:
         raise PushError(f"{where}: {value!r} has no zone (add Z or an offset)")
-    return parsed.astimezone(dt.UTC)
+    try:
+        at = parsed.astimezone(dt.UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is before the year 1 in UTC
+        at = dt.datetime.min.replace(tzinfo=dt.UTC)
+    problem = checks.time_problem(at)
+    if problem:
+        raise PushError(f"{where}: {value!r} is outside the years the timeline shows; {problem}")
+    return at
 
 
 def _str(item: dict[str, Any], key: str, where: str, *, required: bool = True) -> str | None:
@@ -96,6 +104,9 @@ def _items(body: Any, field: str) -> list[dict[str, Any]]:
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             raise PushError(f"{field}[{i}]: expected an object")
+        found = checks.json_problem(item)
+        if found is not None:  # NUL, lone surrogates, nesting: named before anything is built
+            raise PushError(f"{field}[{i}]{found[0]}: {found[1]}")
     return list(items)
 
 
@@ -177,15 +188,27 @@ def _harness(body: Any, name: str) -> list[EventRecord]:
         raise PushError(f"{item}: {exc.message}") from None
 
 
+def _payload(body: bytes) -> Any:
+    """The body as JSON: never a RecursionError, a decoding error or a lone surrogate's
+    encoding error out of here, only a PushError naming the line."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = body.count(b"\n", 0, exc.start) + 1
+        raise PushError(f"body line {line}: not UTF-8 (byte {exc.start}); expected JSON") from None
+    try:
+        return jsontext.loads(text, "body")
+    except json.JSONDecodeError as exc:
+        raise PushError(f"body line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    except ParseError as exc:
+        raise PushError(f"body line {exc.line}: {exc.message}") from None
+
+
 def push_ingest(*, incident: Incident, kind: str, body: bytes, user: Any = None) -> Artifact:
     """Validate and load one push; returns its artifact (an existing one for a repeated body)."""
     if kind not in PUSH_KINDS:
         raise PushError(f"unknown push kind {kind!r}")
-    try:
-        payload = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        line = getattr(exc, "lineno", 0)
-        raise PushError(f"body line {line}: not valid JSON ({exc})") from None
+    payload = _payload(body)
     name = f"api:{kind}"
     result = ParseResult(kind=f"api_{kind.replace('-', '_')}")
     if kind == "events":
@@ -194,6 +217,12 @@ def push_ingest(*, incident: Incident, kind: str, body: bytes, user: Any = None)
         result.config_changes = _changes(payload)
     else:
         result.events = _harness(payload, name)
+    problem = next(checks.result_problems(result), None)
+    if problem is not None:  # what the items became still breaks a rule of what is stored
+        item = problem.record.replace("config_changes", "changes")
+        if kind == "harness-runs":
+            item = item.replace("events", "runs")
+        raise PushError(f"{item}.{problem.field}: {problem.message}")
     return orchestration.records_ingest(
         incident=incident,
         name=name,

@@ -12,6 +12,7 @@ import mmap
 import numpy as np
 from django.db import transaction
 
+from ingest import checks
 from ingest.loaders import LoadedSamples
 from ingest.parsers import prometheus
 from ingest.parsers.series import TARGET_LABELS, series_repr
@@ -46,10 +47,13 @@ def stream_exposition(
                 if len(stream.keys) > len(db_ids):
                     out.wait()  # creating series is a query: the connection must be free
                     first = len(db_ids)
-                    origins = _origins(stream.keys[first:], first, sids, stamps, at_ms, ctx.name)
+                    keys = stream.keys[first:]
+                    if any(checks.series_key_problem(k.name, k.labels) for k in keys):
+                        raise prometheus.StreamFallback  # the whole-file path names the line
+                    origins = _origins(keys, first, sids, stamps, at_ms, ctx.name)
                     new = [
                         SeriesSpec(k.name, k.labels, origin=o)
-                        for k, o in zip(stream.keys[first:], origins, strict=True)
+                        for k, o in zip(keys, origins, strict=True)
                     ]
                     ids = series_ids_for(incident, artifact, new)
                     db_ids = np.concatenate([db_ids, np.asarray(ids, dtype=np.int64)])

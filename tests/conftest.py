@@ -61,11 +61,19 @@ def _collected_static(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
     override = override_settings(STATIC_ROOT=root)
     override.enable()
     call_command("collectstatic", interactive=False, verbosity=0)
+    # Servers the tests start as processes of their own (gunicorn in tests/reliability) read the
+    # same collected folder.
+    previous = os.environ.get("STATIC_ROOT")
+    os.environ["STATIC_ROOT"] = str(root)
     through = handlers.StaticFilesHandler
     handlers.StaticFilesHandler = _ThroughToTheApp  # type: ignore[misc]
     yield
     handlers.StaticFilesHandler = through  # type: ignore[misc]
     override.disable()
+    if previous is None:
+        os.environ.pop("STATIC_ROOT", None)
+    else:
+        os.environ["STATIC_ROOT"] = previous
 
 
 class _ThroughToTheApp:

@@ -119,3 +119,90 @@ def test_a_cut_server_args_line_fails_the_file_with_its_line_and_stores_nothing(
     assert artifact.error.startswith("server.log:7: server_args=ServerArgs(...)")
     assert "is not closed: expected ')' (the line may have been cut)" in artifact.error
     assert not Event.objects.filter(incident=Incident.objects.get(slug="live")).exists()
+
+
+# --- DST: the log's resolved times checked against epoch-stamped metrics -----------------------
+
+# A log that opens inside the repeated hour of 2026-11-01 in Los Angeles: nothing earlier tells
+# which pass it is, so the parser reads the first (UTC-07:00).
+DST_LOG = "".join(
+    f"[2026-11-01 01:{m}0:00 TP0] Decode batch. #running-req: {n}, #token: 9, token usage: 0.20, "
+    "gen throughput (token/s): 80.00, #queue-req: 0,\n"
+    for m, n in zip("12345", (1, 2, 3, 4, 5), strict=True)
+)
+
+
+def _query_range(values_by_hour: dict[int, list[float]]) -> str:
+    """A Prometheus query_range answer: running requests every 10 minutes at :10-:50 of each
+    UTC hour given (2026-11-01)."""
+    import datetime as dt
+    import json
+
+    values = []
+    for hour, vals in sorted(values_by_hour.items()):
+        for minute, value in zip((10, 20, 30, 40, 50), vals, strict=True):
+            at = dt.datetime(2026, 11, 1, hour, minute, tzinfo=dt.UTC).timestamp()
+            values.append([at, str(value)])
+    return json.dumps(
+        {
+            "status": "success",
+            "data": {
+                "resultType": "matrix",
+                "result": [
+                    {
+                        "metric": {"__name__": "sglang:num_running_reqs", "instance": "a:30000"},
+                        "values": values,
+                    }
+                ],
+            },
+        }
+    )
+
+
+def _warnings(slug: str = "live") -> list[str]:
+    return [
+        w
+        for a in Artifact.objects.filter(incident__slug=slug)
+        for w in (a.counts or {}).get("warnings", [])
+    ]
+
+
+@pytest.mark.django_db
+def test_metrics_that_saw_the_log_an_hour_later_raise_a_load_warning(team, tmp_path):
+    (tmp_path / "server.log").write_text(DST_LOG)
+    # the server really logged the second pass (08:xx PST = 09:xx UTC): the metrics say so
+    (tmp_path / "running.json").write_text(_query_range({8: [9, 9, 9, 9, 9], 9: [1, 2, 3, 4, 5]}))
+    _ingest(tmp_path, team)
+    notes = [w for w in _warnings() if "disagree with the metrics" in w]
+    assert len(notes) == 1, _warnings()
+    assert notes[0].startswith("server.log:1: lines 1-5 (read as pass 1 of a repeated hour)")
+    assert "match the metrics 1:00:00 later" in notes[0]
+    assert any("nothing earlier in the log tells which pass" in w for w in _warnings())
+
+
+@pytest.mark.django_db
+def test_metrics_that_agree_with_the_log_raise_no_warning(team, tmp_path):
+    (tmp_path / "server.log").write_text(DST_LOG)
+    (tmp_path / "running.json").write_text(_query_range({8: [1, 2, 3, 4, 5], 9: [9, 9, 9, 9, 9]}))
+    _ingest(tmp_path, team)
+    assert not [w for w in _warnings() if "disagree with the metrics" in w]
+    assert Artifact.objects.filter(incident__slug="live", status=RunStatus.DONE).count() == 2
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("first", ["log", "metrics"])
+def test_the_check_runs_whichever_of_log_and_metrics_comes_second(team, tmp_path, first):
+    log_dir, metrics_dir = tmp_path / "log", tmp_path / "metrics"
+    log_dir.mkdir()
+    metrics_dir.mkdir()
+    (log_dir / "server.log").write_text(DST_LOG)
+    (metrics_dir / "running.json").write_text(
+        _query_range({8: [9, 9, 9, 9, 9], 9: [1, 2, 3, 4, 5]})
+    )
+    order = [log_dir, metrics_dir] if first == "log" else [metrics_dir, log_dir]
+    for path in order:
+        _ingest(path, team)
+    later = "running.json" if first == "log" else "server.log"
+    artifact = Artifact.objects.get(incident__slug="live", name__endswith=later)
+    notes = [w for w in artifact.counts["warnings"] if "disagree with the metrics" in w]
+    assert len(notes) == 1 and "match the metrics 1:00:00 later" in notes[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from html import escape
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,17 @@ class Marker:
     lane: str
     title: str
     failed: bool = False
+    colour: str = ""  # instead of the lane's (a top suspect's change)
+
+
+@dataclass(frozen=True)
+class SuspectLine:
+    """A ranked suspect, drawn as a labelled vertical line at the moment it took effect."""
+
+    rank: int
+    key: str
+    at: dt.datetime
+    title: str
 
 
 @dataclass(frozen=True)
@@ -50,6 +62,11 @@ class TimelineData:
     first_bad: dt.datetime | None = None
     symptom_spans: list[tuple[dt.datetime, dt.datetime]] = field(default_factory=list)
     x_range: tuple[dt.datetime, dt.datetime] | None = None
+    suspects: list[SuspectLine] = field(default_factory=list)
+
+
+NO_DATA = "No data yet: upload evidence (logs, metrics, docs, harness results) to see it here"
+SUSPECT_COLOUR = "#7c3aed"
 
 
 def figure_json(fig: dict[str, Any]) -> str:
@@ -84,11 +101,13 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
                 name=label,
                 marker={
                     "size": 11,
-                    "color": [("#000" if m.failed else colour) for m in markers],
+                    "color": [("#000" if m.failed else m.colour or colour) for m in markers],
                     "symbol": "line-ns-open" if key == Lane.COMMITS else "diamond",
                     "line": {"width": 2, "color": colour},
                 },
-                customdata=[[m.id, key] for m in markers],
+                # what a click opens, its lane, and its own time (a click picks the marker's
+                # moment, not the mouse's)
+                customdata=[[m.id, key, _iso(m.at)] for m in markers],
                 hovertext=[m.title for m in markers],
                 hovertemplate="%{x|%H:%M:%S}<br>%{hovertext}<extra></extra>",
                 showlegend=False,
@@ -118,18 +137,7 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
     ):
         if when is None:
             continue
-        shapes.append(
-            {
-                "type": "line",
-                "xref": "x",
-                "yref": "paper",
-                "x0": when,
-                "x1": when,
-                "y0": 0,
-                "y1": 1,
-                "line": {"color": colour, "width": 2, "dash": "dash"},
-            }
-        )
+        shapes.append(_line(when, colour, "dash"))
         annotations.append(
             {
                 "x": when,
@@ -142,19 +150,36 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
                 "yanchor": "bottom",
             }
         )
+    shapes.extend(_line(s.at, SUSPECT_COLOUR, "dot") for s in data.suspects)
     fig.update_layout(
         shapes=shapes,
         height=260 + 170 * len(data.panels),
-        margin={"l": 130, "r": 20, "t": 40, "b": 40},
+        margin={"l": 130, "r": 20, "t": 40 + 15 * len(data.suspects), "b": 40},
         hovermode="closest",
         dragmode="zoom",
         template="plotly_white",
         uirevision="timeline",
     )
+    annotations.extend(_suspect_labels(data.suspects))
     for a in annotations:
         fig.add_annotation(**a)
     if data.x_range:
-        fig.update_xaxes(range=list(data.x_range))
+        # Always an explicit range: an axis left to autorange after a zoom jumped to 2000.
+        fig.update_xaxes(range=list(data.x_range), autorange=False)
+        fig.update_layout(uirevision="|".join(_iso(t) for t in data.x_range))
+    if not data.markers and not data.panels:
+        fig.update_xaxes(visible=False)
+        fig.update_yaxes(visible=False)
+        fig.add_annotation(
+            text=NO_DATA,
+            xref="paper",
+            yref="paper",
+            x=0.5,
+            y=0.5,
+            showarrow=False,
+            font={"size": 15, "color": "#6b7280"},
+            name="no-data",
+        )
     fig.update_xaxes(showticklabels=True, row=rows, col=1)
     # Metric traces go in as plain dicts: validating 100k-point arrays through plotly's
     # objects cost more than the rest of the request. x is epoch ms on date axes.
@@ -196,6 +221,49 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
         if key.startswith("xaxis"):
             axis["type"] = "date"
     return out
+
+
+def _iso(when: dt.datetime) -> str:
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _line(when: dt.datetime, colour: str, dash: str) -> dict[str, Any]:
+    """A vertical line across every chart of the figure (the panels share the time axis)."""
+    return {
+        "type": "line",
+        "xref": "x",
+        "yref": "paper",
+        "x0": when,
+        "x1": when,
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": colour, "width": 2, "dash": dash},
+    }
+
+
+def _suspect_labels(suspects: list[SuspectLine]) -> list[dict[str, Any]]:
+    """The "#1 KEY" labels above the figure, each joined to its line by a short stem and
+    stacked so close ones stay legible; the hover gives the whole change."""
+    return [
+        {
+            "x": s.at,
+            "xref": "x",
+            "y": 1.0,
+            "yref": "paper",
+            "text": escape(f"#{s.rank} {s.key[:40]}"),
+            "hovertext": f"suspect #{s.rank}: {escape(s.title)}<br>took effect {_iso(s.at)}",
+            "showarrow": True,
+            "arrowhead": 0,
+            "arrowwidth": 1,
+            "arrowcolor": SUSPECT_COLOUR,
+            "ax": 0,
+            "ay": -(22 + 15 * (len(suspects) - 1 - i)),
+            "font": {"color": SUSPECT_COLOUR, "size": 11},
+            "bgcolor": "rgba(255,255,255,0.9)",
+            "name": f"suspect-{s.rank}",
+        }
+        for i, s in enumerate(suspects)
+    ]
 
 
 def _band(start: dt.datetime, end: dt.datetime, colour: str) -> dict[str, Any]:

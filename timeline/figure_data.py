@@ -8,16 +8,21 @@ as a failure). ``timeline.charts`` turns the result into Plotly JSON.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from django.db.models import Max, Min
 from django.utils.html import escape
 
 from evidence.vocabulary import EventKind, Lane, harness_failed
-from timeline import charts, selectors
-from timeline.analysis import current_analysis
+from timeline import charts, live_config, selectors
+from timeline.analysis import change_title, current_analysis, load_changes
 from timeline.choices import FindingKind
-from timeline.models import Incident, Note
+from timeline.correlation.config_state import merge_changes
+from timeline.correlation.types import Change, Params
+from timeline.models import Event, Incident, Note, Series
+from timeline.verdict import TOP_SUSPECTS_ON_CHARTS
 
 MAX_PICKED_SERIES = 12
 NOTE_TITLE_CHARS = 160
@@ -86,6 +91,32 @@ def _pairs_text(pairs: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(pairs.items()))
 
 
+def merged_changes(incident: Incident) -> list[Change]:
+    """The incident's config changes merged as the analysis merges them (same key and value
+    recorded by several sources within its window): one per change, its sources listed."""
+    return merge_changes(load_changes(incident), Params().same_change_window)
+
+
+SPAN_PADDING = 0.02
+
+
+def incident_span(incident: Incident) -> tuple[dt.datetime, dt.datetime] | None:
+    """From the first to the last thing recorded (events and metric samples), padded a little;
+    None for an incident with no data yet."""
+    events = Event.objects.filter(incident=incident).aggregate(
+        lo=Min("at"), hi=Max("at"), end=Max("ends_at")
+    )
+    series = Series.objects.filter(incident=incident).aggregate(
+        lo=Min("first_ts"), hi=Max("last_ts")
+    )
+    times = [t for t in (*events.values(), *series.values()) if t is not None]
+    if not times:
+        return None
+    lo, hi = min(times), max(times)
+    pad = max((hi - lo) * SPAN_PADDING, dt.timedelta(minutes=1))
+    return lo - pad, hi + pad
+
+
 def timeline_figure_data(
     incident: Incident,
     start: dt.datetime | None = None,
@@ -97,6 +128,8 @@ def timeline_figure_data(
     """Events, notes and symptom findings on their lanes; the picked metric panels (the default
     ones if none is picked) downsampled to ``max_points`` per trace; last known good and first bad
     (an operator's mark, else the current analysis'), all within [start, end] when given."""
+    # Config changes are drawn once per merged change (a doc and a commit recording the same
+    # change are one marker, its sources in the hover), as the analysis sees them.
     markers = [
         charts.Marker(
             id=e["id"],
@@ -106,7 +139,27 @@ def timeline_figure_data(
             failed=e["kind"] == EventKind.HARNESS_RUN and harness_failed(e["status"]),
         )
         for e in selectors.timeline_events(incident, start, end)
+        if e["kind"] != EventKind.CONFIG_CHANGE
     ]
+    markers.extend(
+        charts.Marker(
+            id=c.ref,
+            at=c.at,
+            lane=Lane.CONFIG,
+            title=escape(change_title(c)) + "<br>sources: " + escape(", ".join(c.sources)),
+        )
+        for c in merged_changes(incident)
+        if (start is None or c.at >= start) and (end is None or c.at <= end)
+    )
+    # Server starts: the hover says what each changed against the start before it.
+    if any(m.lane == Lane.LIVE_CONFIG for m in markers):
+        live = live_config.hover_texts(incident)
+        markers = [
+            dataclasses.replace(m, title=live[m.id])
+            if m.lane == Lane.LIVE_CONFIG and isinstance(m.id, int) and m.id in live
+            else m
+            for m in markers
+        ]
     # Operators' notes on their own lane; a click opens "n<id>". Escaped: plotly renders a few
     # HTML tags in hover text, and a note is user input.
     notes = Note.objects.filter(incident=incident)
@@ -138,6 +191,28 @@ def timeline_figure_data(
         if ends:
             spans.append((f.at, dt.datetime.fromisoformat(ends)))
     found = {f.kind: f.at for f in findings if f.kind != FindingKind.SYMPTOM}
+    top = list(
+        analysis.findings.filter(
+            kind=FindingKind.SUSPECT, rank__lte=TOP_SUSPECTS_ON_CHARTS, at__isnull=False
+        ).order_by("rank")
+        if analysis
+        else []
+    )
+    suspects = [
+        charts.SuspectLine(
+            rank=f.rank, key=str((f.data or {}).get("key") or f.title), at=f.at, title=f.title
+        )
+        for f in top
+        if f.at is not None
+    ]
+    # A top suspect's own change marker stands out from the other changes.
+    rank_of = {f.event_id: f.rank for f in top if f.event_id}
+    markers = [
+        replace(m, colour=charts.SUSPECT_COLOUR, title=f"suspect #{rank_of[m.id]}: {m.title}")
+        if m.lane == Lane.CONFIG and m.id in rank_of
+        else m
+        for m in markers
+    ]
 
     titles = dict(selectors.DEFAULT_PANELS)
     order = {name: i for i, name in enumerate(titles)}
@@ -170,7 +245,8 @@ def timeline_figure_data(
             first_bad=incident.first_bad_at or found.get(FindingKind.FIRST_BAD),
             last_good=incident.last_good_at or found.get(FindingKind.LAST_GOOD),
             symptom_spans=spans,
-            x_range=(start, end) if start and end else None,
+            x_range=(start, end) if start and end else incident_span(incident),
+            suspects=suspects,
         ),
         points=points,
     )

@@ -95,6 +95,9 @@ class Heartbeat:
                     if conn is None:
                         conn = psycopg.connect(**self._params, autocommit=True, connect_timeout=5)
                         conn.execute("SET synchronous_commit = off")
+                        # The run's own transaction may hold the row at its very end: wait a
+                        # little, never for the whole of it.
+                        conn.execute("SET lock_timeout = '2s'")
                     conn.execute(sql, [self.pk, self.claimed_by, RunStatus.RUNNING.value])
                     self.beats += 1
                 except psycopg.Error as exc:

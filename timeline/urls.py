@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.decorators.gzip import gzip_page
 
-from timeline.views import incidents
+from timeline.views import incidents, live
 
 urlpatterns = [
     path("", incidents.incident_list, name="incident_list"),
@@ -17,6 +17,7 @@ urlpatterns = [
         name="timeline_data",
     ),
     path("incidents/<slug:slug>/events/", incidents.event_table, name="event_table"),
+    path("incidents/<slug:slug>/version", live.version, name="incident_version"),
     path(
         "incidents/<slug:slug>/analysis-status", incidents.analysis_status, name="analysis_status"
     ),

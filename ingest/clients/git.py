@@ -133,16 +133,22 @@ def read_history(path: Path, *, timeout: float = 60.0, max_commits: int = 100_00
     return History(commits, warnings)
 
 
-_LOG_OPTIONS = (
+# What every `git log` here reads the same way: renames found, raw entries NUL-separated with
+# full hashes, and nothing of the repository's own configuration run or applied (no external
+# diff, no textconv filter, no colour, no signature check).
+_RAW_OPTIONS = (
     "-M",
     "--raw",
-    "--numstat",
     "-z",
     "--no-abbrev",
     "--no-ext-diff",
     "--no-textconv",
     "--no-color",
     "--no-show-signature",
+)
+_LOG_OPTIONS = (
+    *_RAW_OPTIONS,
+    "--numstat",
     "--encoding=UTF-8",
     f"--format=format:{_FORMAT}",
     "HEAD",
@@ -160,14 +166,7 @@ def _merge_changes(repo: Repo, deadline: float) -> dict[str, tuple[_Raw, ...]]:
             "--merges",
             "--first-parent",
             "--diff-merges=first-parent",
-            "-M",
-            "--raw",
-            "-z",
-            "--no-abbrev",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-color",
-            "--no-show-signature",
+            *_RAW_OPTIONS,
             "--format=format:%x00%x1eINCIDENT-TIMELINE-COMMIT%x1f%H%x00",
             "HEAD",
             "--",

@@ -233,17 +233,6 @@ def _commit_body(commit: CommitInfo) -> str:
     return "\n\n".join(parts)
 
 
-def _setting_dict(setting: Setting) -> dict[str, Any]:
-    return {
-        "key": setting.key,
-        "value": setting.value,
-        "scope": setting.scope,
-        "where": setting.where,
-        "condition": setting.condition,
-        "profile": setting.profile,
-    }
-
-
 def _doc_event(
     commit: CommitInfo, path: str, settings: list[Setting], *, deleted: bool, edited: str = ""
 ) -> EventRecord:
@@ -261,7 +250,7 @@ def _doc_event(
         attrs={
             "path": path,
             "commit": commit.hash,
-            "settings": [_setting_dict(s) for s in settings],
+            "settings": [s.as_attrs() for s in settings],
         },
         line=commit.line,
     )

@@ -17,6 +17,7 @@ from xml.parsers import expat
 
 from evidence.vocabulary import EventKind, HarnessStatus, Lane
 
+from . import jsontext
 from .text import decode, head_text
 from .timestamps import LocalTimeError, TimeError, default_time, parse_iso
 from .types import (
@@ -302,9 +303,11 @@ def _jsonl_event(raw: str, number: int, ctx: ParseContext, seen: dict[str, int])
         return ParseError(ctx.name, number, message)
 
     try:
-        obj = json.loads(raw)
+        obj = jsontext.loads(raw, ctx.name)
     except json.JSONDecodeError as exc:
         raise fail(f"expected one JSON object per line: {exc.msg} (column {exc.colno})") from None
+    except ParseError as exc:  # too deep, or a number too long: at this line of the file
+        raise fail(exc.message) from None
     if not isinstance(obj, dict):
         raise fail(f"expected a JSON object, found {type(obj).__name__}")
 

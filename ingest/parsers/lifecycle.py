@@ -29,10 +29,20 @@ from evidence.vocabulary import EventKind, Lane, ServerStartAttrs, SymptomKind
 from .types import EventRecord
 
 READY = "The server is fired up and ready to roll!"
-_STARTED_RE = re.compile(r"(?:INFO:\s+)?Started server process \[(\d+)\]")
+_STARTED = "Started server process ["
+_STARTED_RE = re.compile(r"Started server process \[(\d+)\]")
+# Shutdown lines, by words cheap to look for first (most lines have none of them).
+_SHUTDOWN_WORDS = (
+    "sigquit",
+    "SIGQUIT",
+    "SIGTERM",
+    "Gracefully exiting",
+    "Shutting down",
+    "Finished server process",
+)
 _SHUTDOWN_RE = re.compile(
     r"Received sigquit|SIGQUIT received|Received SIGTERM|SIGTERM received|Gracefully exiting"
-    r"|^(?:INFO:\s+)?Shutting down\s*$|(?:INFO:\s+)?Finished server process \[\d+\]"
+    r"|^(?:INFO:\s+)?Shutting down\s*$|Finished server process \[\d+\]"
 )
 # A crash loop: at least this many starts, each within LOOP_GAP of the one before.
 LOOP_STARTS = 3
@@ -109,7 +119,7 @@ class Lifecycle:
     def message(self, at: dt.datetime | None, line: int, text: str) -> None:
         """Any other line (its message after the ``[time]``, or a line without one)."""
         stripped = text.strip()
-        started = _STARTED_RE.search(stripped)
+        started = _STARTED_RE.search(stripped) if _STARTED in stripped else None
         if started is not None:
             start = self.current
             if start is None or not start.open or start.pid is not None:
@@ -122,7 +132,9 @@ class Lifecycle:
                 start = self._open(at, line)
             start.ready_at = at or start.at
             return
-        if _SHUTDOWN_RE.search(stripped) or stripped == "Killed":
+        if stripped == "Killed" or (
+            any(word in stripped for word in _SHUTDOWN_WORDS) and _SHUTDOWN_RE.search(stripped)
+        ):
             start = self.current
             if start is not None and start.open:
                 start.shutdown_at = at or start.last_seen
@@ -172,7 +184,8 @@ class Lifecycle:
                         lane=Lane.SERVER,
                         at=times[run[LOOP_STARTS - 1]],
                         ends_at=end,
-                        key=f"crash_loop:{begin.isoformat()}:{len(run)}",
+                        # by its first start only: a longer copy of the log is the same loop
+                        key=f"crash_loop:{begin.isoformat()}",
                         title=f"Crash loop: {len(run)} starts in {minutes} min",
                         body="\n".join(
                             f"- start at line {self.starts[j].line} "
@@ -201,7 +214,7 @@ class Lifecycle:
 def _start_key(at: dt.datetime, start: Start) -> str:
     text = "\x1f".join(f"{k}={v}" for k, v in start.server_args.items())
     digest = hashlib.sha256(text.encode()).hexdigest()[:16] if start.server_args else "-"
-    return f"{at.isoformat()}\x1f{digest}\x1f{start.pid or ''}"
+    return f"{at.isoformat()}\x1f{digest}"
 
 
 def _start_event(start: Start, at: dt.datetime, ends: dt.datetime, key: str) -> EventRecord:

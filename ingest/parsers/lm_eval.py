@@ -17,6 +17,7 @@ from typing import Any
 
 from evidence.vocabulary import EventKind, HarnessStatus, Lane
 
+from . import jsontext
 from .text import decode, head_text, key_value
 from .timestamps import LocalTimeError, TimeError, default_time, from_epoch, parse_iso
 from .types import EventRecord, ParseContext, ParseError, ParseResult
@@ -69,7 +70,7 @@ def parse_lm_eval(data: bytes, ctx: ParseContext) -> ParseResult:
     """lm-eval results JSON: one ``scored`` event per task in ``results``, at ``date``."""
     text = decode(data, ctx.name)
     try:
-        doc = json.loads(text)
+        doc = jsontext.loads(text, ctx.name)
     except json.JSONDecodeError as exc:
         raise ParseError(ctx.name, exc.lineno, f"invalid JSON: {exc.msg}") from None
     if not isinstance(doc, dict):

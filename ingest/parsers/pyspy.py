@@ -12,6 +12,7 @@ from typing import Any
 
 from evidence.vocabulary import EventKind, Lane
 
+from . import jsontext
 from .stacks import capture_time, code_block, dump_key
 from .text import decode, decode_lines, head_text
 from .types import EventRecord, ParseContext, ParseError, ParseResult
@@ -189,7 +190,7 @@ def _parse_pyspy_json(data: bytes, ctx: ParseContext) -> ParseResult:
     ``filename``, ``short_filename``, ``line``, ``locals``). It names no command line or Python
     version."""
     try:
-        doc = json.loads(decode(data, ctx.name))
+        doc = jsontext.loads(decode(data, ctx.name), ctx.name)
     except json.JSONDecodeError as exc:
         raise ParseError(ctx.name, exc.lineno, f"py-spy --json: invalid JSON: {exc.msg}") from None
     if not isinstance(doc, list):

@@ -14,6 +14,7 @@ comparing values is the reader's business, and the text is the evidence.
 
 from __future__ import annotations
 
+import ast
 import re
 
 MARK = "server_args=ServerArgs("
@@ -65,19 +66,42 @@ def read(text: str, start: int = 0) -> dict[str, str]:
     return fields
 
 
+_MARKS = re.compile(r"[\"'()\[\]{},]")  # what the scanner stops at; the rest is skipped
+_STRING_END = {
+    "'": re.compile(r"(?:[^'\\]|\\.)*'", re.DOTALL),
+    '"': re.compile(r'(?:[^"\\]|\\.)*"', re.DOTALL),
+}
+
+
+def literal(value: str) -> object:
+    """A logged value as the Python value it shows (``"8192"`` -> 8192, ``"'fa3'"`` -> "fa3",
+    ``"None"`` -> None, ``"[1, 2]"`` -> [1, 2]), for comparing effective values; read with
+    :func:`ast.literal_eval`, which evaluates nothing but literals. Raises ValueError for a
+    value that is no literal (``<Policy.LPM: 'lpm'>``): compare its text then."""
+    try:
+        return ast.literal_eval(value.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+        raise ValueError(f"not a literal: {value[:60]!r}") from exc
+
+
 def _split_call(text: str, begin: int) -> list[tuple[int, str]]:
     """The top-level comma-separated pieces of a call's arguments, from ``begin`` (just after
     its ``(``) to its closing ``)``, each with its offset in ``text``."""
     pieces: list[tuple[int, str]] = []
     stack: list[tuple[str, int]] = []
     piece_start = begin
-    i, end = begin, len(text)
-    while i < end:
-        char = text[i]
+    pos = begin
+    while (mark := _MARKS.search(text, pos)) is not None:
+        i, char = mark.start(), mark.group()
+        pos = i + 1
         if char in "'\"":
-            i = _string_end(text, i)
-            continue
-        if char in "([{":
+            end = _STRING_END[char].match(text, pos)
+            if end is None:
+                raise ServerArgsError(
+                    i + 1, f"a string opened with {char} is not closed (the line may have been cut)"
+                )
+            pos = end.end()
+        elif char in "([{":
             stack.append((char, i))
         elif char in ")]}":
             if not stack:
@@ -88,31 +112,12 @@ def _split_call(text: str, begin: int) -> list[tuple[int, str]]:
             opener, _ = stack.pop()
             if opener != _PAIRS[char]:
                 raise ServerArgsError(i + 1, f"{char!r} closes {opener!r}")
-        elif char == "," and not stack:
+        elif not stack:  # a comma at the top level
             pieces.append((piece_start, text[piece_start:i]))
             piece_start = i + 1
-        i += 1
     if stack:
         opener, where = stack[-1]
         raise ServerArgsError(where + 1, f"{opener!r} is not closed (the line may have been cut)")
     raise ServerArgsError(
-        end + 1, "ServerArgs( is not closed: expected ')' (the line may have been cut)"
-    )
-
-
-def _string_end(text: str, quote_at: int) -> int:
-    """The index after the string literal that opens at ``quote_at`` (backslash escapes
-    honoured)."""
-    quote = text[quote_at]
-    i, end = quote_at + 1, len(text)
-    while i < end:
-        char = text[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == quote:
-            return i + 1
-        i += 1
-    raise ServerArgsError(
-        quote_at + 1, f"a string opened with {quote} is not closed (the line may have been cut)"
+        len(text) + 1, "ServerArgs( is not closed: expected ')' (the line may have been cut)"
     )

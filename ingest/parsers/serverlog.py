@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 
 from evidence.vocabulary import EventKind, Lane
 
-from . import lifecycle, logprefix, serverargs
+from . import lifecycle, logclock, logprefix, serverargs
 from .text import decode_lines, head_text
-from .timestamps import TimeError, wall_clock
+from .timestamps import TimeError
 from .types import (
     EventRecord,
     ParseContext,
@@ -163,7 +163,7 @@ class _LogParser:
     def __init__(self, ctx: ParseContext) -> None:
         self.ctx = ctx
         self.file = ctx.name
-        self.times: dict[str, dt.datetime] = {}
+        self.clock = logclock.LogClock(ctx.tz, ctx.name)  # local times, DST resolved by order
         self.first: dt.datetime | None = None
         self.last: dt.datetime | None = None
         self.requests: dict[str, _Request] = {}
@@ -182,13 +182,10 @@ class _LogParser:
 
     def when(self, match: re.Match[str], lineno: int) -> dt.datetime:
         stamp = match.group(0)[1:20]
-        at = self.times.get(stamp)
-        if at is None:
-            fields = (int(g) for g in match.groups()[:6])
-            try:
-                at = self.times[stamp] = wall_clock(*fields, tz=self.ctx.tz)
-            except TimeError as exc:
-                raise ParseError(self.file, lineno, f"invalid timestamp [{stamp}]: {exc}") from None
+        try:
+            at = self.clock.read(stamp, match.groups(), lineno)
+        except TimeError as exc:
+            raise ParseError(self.file, lineno, f"invalid timestamp [{stamp}]: {exc}") from None
         fraction = match.group(7)
         if fraction:
             at += dt.timedelta(microseconds=int(fraction.ljust(6, "0")))
@@ -346,7 +343,7 @@ class _LogParser:
             raise ParseError(
                 self.file, 1, "expected SGLang log lines starting with [YYYY-MM-DD HH:MM:SS]"
             )
-        out = ParseResult(kind=KIND_SGLANG_LOG, warnings=self.warnings)
+        out = ParseResult(kind=KIND_SGLANG_LOG, warnings=self.clock.warnings() + self.warnings)
         if self.batch_overwritten:
             out.warnings.append(
                 f"{self.file}: {self.batch_overwritten} batch lines shared their second with a "
@@ -409,6 +406,13 @@ class _LogParser:
                     "lines": total_lines,
                     "requests": len(self.requests),
                     "unfinished": unfinished,
+                    # local times a DST change made ambiguous or impossible, and how they were
+                    # read: checked against epoch-stamped metrics at load (services.clockcheck)
+                    **(
+                        {"clock": [w.as_attrs() for w in self.clock.windows]}
+                        if self.clock.windows
+                        else {}
+                    ),
                 },
                 line=1,
             )

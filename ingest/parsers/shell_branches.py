@@ -17,7 +17,6 @@ from .shell_words import Word, lex
 
 __all__ = ["BranchesMixin", "evaluate_test"]
 
-_ARRAY = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)(\+?)=\((.*)\)\s*$", re.DOTALL)
 _FUNCTION = re.compile(
     r"\s*(?:function\s+([A-Za-z_][\w.:-]*)\s*(?:\(\s*\))?|([A-Za-z_][\w.:-]*)\s*\(\s*\))\s*(\{)?(.*)$",
     re.DOTALL,

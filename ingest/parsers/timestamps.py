@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from dataclasses import dataclass
 from typing import Literal
 
 from .types import ParseContext, ParseError
@@ -61,7 +62,13 @@ def in_zone(when: dt.datetime, tz: dt.tzinfo) -> dt.datetime:
     all (see the module docstring).
     """
     if when.tzinfo is not None and when.utcoffset() is not None:
-        return when.astimezone(UTC)
+        try:
+            return when.astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:00+05:00 is before the year 1 in UTC
+            raise TimeError(
+                f"{when.isoformat()} is outside the years 1 to 9999 in UTC; expected a time "
+                "in those years"
+            ) from None
     naive = when.replace(tzinfo=None, fold=0)
     earlier = naive.replace(tzinfo=tz)
     later = naive.replace(tzinfo=tz, fold=1)
@@ -78,7 +85,13 @@ def in_zone(when: dt.datetime, tz: dt.tzinfo) -> dt.datetime:
             f"{shown} does not exist in {zone} (clocks jump from UTC{_offset(before)} to "
             f"UTC{_offset(after)} over it); expected a time that exists there, or a UTC offset"
         )
-    return earlier.astimezone(UTC)
+    try:
+        return earlier.astimezone(UTC)
+    except OverflowError:
+        raise TimeError(
+            f"{naive.isoformat(sep=' ')} in {zone_name(tz)} is outside the years 1 to 9999 in "
+            "UTC; expected a time in those years"
+        ) from None
 
 
 def default_time(ctx: ParseContext) -> dt.datetime | None:
@@ -122,6 +135,41 @@ def wall_clock(
     except ValueError as exc:
         raise TimeError(f"{exc}; expected a real date and time") from None
     return in_zone(naive, tz)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a wall-clock reading names in a zone, without refusing: ``kind`` is "plain" (one
+    moment: ``at``), "repeated" (clocks went back: ``at`` is the first pass, ``second`` the
+    second) or "skipped" (clocks jumped over it: ``at`` is read with the offset in force before
+    the jump). ``before``/``after`` are the offsets around the change."""
+
+    kind: Literal["plain", "repeated", "skipped"]
+    at: dt.datetime
+    second: dt.datetime | None = None
+    before: dt.timedelta = dt.timedelta()
+    after: dt.timedelta = dt.timedelta()
+
+
+def wall_reading(
+    year: int, month: int, day: int, hour: int, minute: int, second: int, *, tz: dt.tzinfo
+) -> Reading:
+    """A reading of the clock in ``tz`` with every moment it can name (see :class:`Reading`):
+    for a caller that resolves a DST change itself (a server log, from the order of its lines).
+    Raises :class:`TimeError` for fields that make no date."""
+    try:
+        naive = dt.datetime(year, month, day, hour, minute, second)  # noqa: DTZ001
+    except ValueError as exc:
+        raise TimeError(f"{exc}; expected a real date and time") from None
+    earlier = naive.replace(tzinfo=tz, fold=0)
+    later = naive.replace(tzinfo=tz, fold=1)
+    before, after = earlier.utcoffset(), later.utcoffset()
+    first = earlier.astimezone(UTC)
+    if before == after or before is None or after is None:
+        return Reading("plain", first)
+    if first.astimezone(tz).replace(tzinfo=None) == naive:
+        return Reading("repeated", first, later.astimezone(UTC), before, after)
+    return Reading("skipped", first, None, before, after)
 
 
 def parse_offset(text: str) -> dt.tzinfo:

@@ -9,10 +9,13 @@ instead), so the two never wait on each other.
 from __future__ import annotations
 
 import re
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import psycopg
+from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.models import F, Q
 from django.utils import timezone
@@ -57,14 +60,21 @@ def artifact_done(*, artifact: Artifact, counts: dict[str, Any], kind: str = "")
     artifact.kind = kind or artifact.kind
     artifact.finished_at = timezone.now()
     artifact.counts = counts
-    artifact.save()
+    artifact.save(update_fields=["status", "progress", "kind", "finished_at", "counts"])
     return artifact
 
 
 def artifact_fail(*, artifact: Artifact, message: str) -> Artifact:
-    """Record why a load failed (after its transaction rolled back) and read the row back."""
+    """Record why a load failed (after its transaction rolled back) and read the row back.
+    Server paths in the message are cut to what the user gave (see :func:`public_text`)."""
+    if artifact.path:  # the stored copy (a file, or a repository's folder) is the named file
+        for root in {Path(settings.UPLOAD_ROOT), Path(settings.UPLOAD_ROOT).resolve()}:
+            message = message.replace(str(root / artifact.path), artifact.name)
     Artifact.objects.filter(pk=artifact.pk).update(
-        status=RunStatus.FAILED, error=message[:5000], finished_at=timezone.now(), progress=1.0
+        status=RunStatus.FAILED,
+        error=public_text(message)[:5000],
+        finished_at=timezone.now(),
+        progress=1.0,
     )
     artifact.refresh_from_db()
     return artifact
@@ -85,6 +95,25 @@ def unexpected_message(name: str, exc: BaseException) -> str:
         detail = _ABSOLUTE_PATH.sub(lambda m: m.group(1) or "/", text)[:200]
     detail = f": {detail}" if detail else ""
     return f"{name}: the ingest stopped on an unexpected error ({kind}{detail}); nothing was stored"
+
+
+# An absolute path under a folder of the server (the upload root, a temporary folder, a home).
+_SERVER_PATH = re.compile(
+    r"(?<![\w.:/~-])/(?:tmp|var|home|root|srv|opt|usr|data|work|mnt|run|private|Users|etc)"
+    r"(?:/[^\s'\"/:,;()]+)+"
+)
+
+
+def public_text(message: str) -> str:
+    """A message for users: paths under the upload root become relative to it (below the
+    incident's folder and the digest or extraction folder: the name the user gave), and any
+    other absolute server path is cut to its last part."""
+    roots = {Path(settings.UPLOAD_ROOT), Path(tempfile.gettempdir()), Path(settings.BASE_DIR)}
+    roots |= {root.resolve() for root in roots}
+    for root in sorted(roots, key=lambda p: len(str(p)), reverse=True):
+        prefix = str(root).rstrip("/") + "/"
+        message = re.sub(re.escape(prefix) + r"(?:\.tmp/)?(?:[^\s'\"/]+/)?", "", message)
+    return _SERVER_PATH.sub(lambda m: Path(m.group()).name, message)
 
 
 class ProgressReporter:

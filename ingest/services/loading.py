@@ -15,13 +15,13 @@ from typing import Any
 from django.db import OperationalError, connection, transaction
 
 from evidence.vocabulary import EventKind, Scope, Source
-from ingest import loaders, sniff, streaming
+from ingest import checks, loaders, sniff, streaming
 from ingest.clients import git as git_client
 from ingest.parsers import gitcommits
 from ingest.parsers.configfiles import diff_settings
 from ingest.parsers.series import mark_origins
 from ingest.parsers.types import ParseContext, ParseError, ParseResult, Setting
-from ingest.services import storage
+from ingest.services import clockcheck, storage
 from ingest.services.artifacts import (
     artifact_claim,
     artifact_done,
@@ -54,6 +54,7 @@ def parse_artifact(artifact: Artifact) -> ParseResult:
         history = git_client.read_history(Path(artifact.path))
         result = gitcommits.commits_to_result(history.commits, repo=artifact.name, ctx=ctx)
         result.warnings[:0] = history.warnings
+        checks.result_check(result, artifact.name)
         return result
     data = storage.stored_path(artifact).read_bytes()
     fmt = sniff.BY_KIND.get(artifact.kind)
@@ -63,6 +64,7 @@ def parse_artifact(artifact: Artifact) -> ParseResult:
         raise ParseError(artifact.name, 0, message)
     result = fmt.parse(data, ctx)
     mark_origins(result, ctx)
+    checks.result_check(result, artifact.name, data)  # a value the database refuses: its line
     return result
 
 
@@ -82,6 +84,8 @@ def result_load(*, artifact: Artifact, result: ParseResult) -> dict[str, Any]:
         samples=samples,
     )
     warnings += result.warnings
+    # server-log times a DST change made ambiguous, against epoch-stamped metrics
+    warnings += clockcheck.check(incident, result)
     for path in sorted({e.attrs["path"] for e in result.events if e.attrs.get("state")}):
         added, notes = doc_states_chain(incident=incident, path=path)
         changes += added
@@ -235,6 +239,7 @@ def _ingest_streaming(artifact: Artifact, started: float) -> Artifact | None:
             warnings = loaders.load_warnings(
                 events=loaders.LoadedEvents(), changes_given=0, changes_added=0, samples=samples
             )
+            warnings += clockcheck.check(locked.incident, None)
             counts = {
                 "events": 0,
                 "config_changes": 0,

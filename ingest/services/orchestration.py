@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from ingest.parsers.types import ParseResult
 from ingest.services import IngestError, archives, bundles, loading, storage, workers
-from ingest.services.artifacts import artifact_done
+from ingest.services.artifacts import artifact_done, public_text
 from timeline.analysis import analysis_run
 from timeline.choices import RunStatus
 from timeline.models import Analysis, Artifact, Incident
@@ -154,7 +154,7 @@ def files_ingest(
                     )
                 )
         except IngestError as exc:
-            outcome.refused.append(str(exc))
+            outcome.refused.append(public_text(str(exc)))
     return _load(outcome, load=load, analyze=analyze)
 
 

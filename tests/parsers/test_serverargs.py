@@ -76,6 +76,18 @@ def test_values_are_kept_as_logged_with_nested_brackets_quotes_and_escapes() -> 
     }
 
 
+def test_logged_values_read_as_literals_for_effective_comparison() -> None:
+    assert serverargs.literal("8192") == 8192
+    assert serverargs.literal("'fa3'") == "fa3"
+    assert serverargs.literal("None") is None
+    assert serverargs.literal("True") is True
+    assert serverargs.literal("[1, 2]") == [1, 2]
+    assert serverargs.literal("'{}'") == "{}"
+    for text in ("<Policy.LPM: 'lpm'>", "__import__('os').system('true')", "device(type='cuda')"):
+        with pytest.raises(ValueError, match="not a literal"):
+            serverargs.literal(text)
+
+
 def test_empty_server_args_has_no_fields() -> None:
     assert serverargs.read("ServerArgs()") == {}
 
@@ -233,6 +245,9 @@ def test_reading_the_same_bytes_twice_gives_the_same_keys_and_another_file_too()
     assert keys == [e.key for e in starts(parse(RESTARTS))]
     assert keys == [e.key for e in starts(parse(RESTARTS, name="copy-of-server.log"))]
     assert len(set(keys)) == 3
+    # an excerpt that lost the uvicorn lines (no pid) names the same two configured starts
+    excerpt = "".join(line for line in RESTARTS.splitlines(True) if "Started server" not in line)
+    assert [e.key for e in starts(parse(excerpt))][:2] == keys[:2]
 
 
 def test_starts_in_quick_succession_are_a_crash_loop_symptom() -> None:
@@ -292,3 +307,19 @@ def test_a_traceback_under_one_request_is_an_error_but_no_crash() -> None:
         ("ConnectionResetError: [Errno 104] Connection reset by peer", {}),
         ("ERROR: something odd", {}),
     ]
+
+
+def test_an_older_server_args_line_without_a_time_takes_the_time_of_the_line_before() -> None:
+    # SGLang 0.2 printed it bare (https://github.com/sgl-project/sglang/issues/1100)
+    text = (
+        "[2026-11-20 08:00:00] Launching\n"
+        "server_args=ServerArgs(model_path='qwen/Qwen2-57B-A14B-Instruct-GPTQ-Int4', "
+        "additional_ports=[8001, 8002, 8003, 8004], mem_fraction_static=0.87, "
+        "chunked_prefill_size=None, schedule_policy='lpm', tp_size=2)\n"
+        "[2026-11-20 08:01:00] The server is fired up and ready to roll!\n"
+    )
+    (start,) = starts(parse(text))
+    assert start.attrs["line"] == 2
+    assert start.at.astimezone(PST).strftime("%H:%M") == "08:00"
+    assert start.attrs["server_args"]["additional_ports"] == "[8001, 8002, 8003, 8004]"
+    assert start.attrs["ready_at"] is not None

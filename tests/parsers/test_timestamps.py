@@ -166,18 +166,18 @@ def _raises_at(line: int, needle: str, parse: object, data: bytes, ctx: ParseCon
     assert needle in caught.value.message, caught.value
 
 
-def test_a_server_log_line_in_the_repeated_hour_is_refused_at_its_line() -> None:
+def test_a_server_log_line_in_the_repeated_hour_is_read_from_the_order_of_lines() -> None:
+    # Issue 13: a server log's time never goes back, so its lines say which pass of the
+    # repeated hour they are in (tests/parsers/test_logclock.py); it is no longer refused.
     log = b"[2026-11-01 00:59:58] Decode batch. #running-req: 1\n[2026-11-01 01:00:03] x\n"
-    _raises_at(
-        2,
-        "happens twice in America/Los_Angeles",
-        parse_sglang_log,
-        log,
-        ParseContext("s.log", tz=LA),
-    )
+    result = parse_sglang_log(log, ParseContext("s.log", tz=LA))
+    # nothing went back, so 01:00:03 is the first pass (still daylight time, UTC-07:00)
+    assert result.events[-1].ends_at == dt.datetime(2026, 11, 1, 8, 0, 3, tzinfo=UTC)
+    assert "read from the order of the lines as its first pass" in result.warnings[0]
     # With the zone the log was written in, UTC, the same lines are plain times.
     result = parse_sglang_log(log, ParseContext("s.log", tz=UTC))
     assert result.events[-1].ends_at == dt.datetime(2026, 11, 1, 1, 0, 3, tzinfo=UTC)
+    assert result.warnings == []
 
 
 def test_an_nvidia_smi_row_in_the_skipped_hour_is_refused_at_its_line() -> None:

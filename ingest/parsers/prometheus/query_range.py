@@ -9,6 +9,7 @@ import json
 import math
 from typing import Any
 
+from .. import jsontext
 from ..series import Collector
 from ..text import decode, head_text
 from ..timestamps import TimeError, epoch_ms
@@ -35,7 +36,7 @@ def parse_query_range(data: bytes, ctx: ParseContext) -> ParseResult:
     file = ctx.name
     text = decode(data, file)
     try:
-        doc = json.loads(text)
+        doc = jsontext.loads(text, file)
     except json.JSONDecodeError as exc:
         raise ParseError(file, exc.lineno, f"expected JSON: {exc.msg}") from None
     if not isinstance(doc, dict) or "status" not in doc:
