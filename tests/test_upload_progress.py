@@ -72,6 +72,7 @@ def test_a_multi_megabyte_upload_shows_its_progress_to_100_percent(
         page.add_init_script(CSP_VIOLATIONS)
         page.add_init_script(RECORD_PROGRESS)
         page.goto(f"{live_server.url}/incidents/{incident.slug}/upload/")
+        assert not page.locator("#upload-progress-box").is_visible()  # until an upload starts
         # About 3 MB/s up, so the upload lasts long enough to be seen part-way.
         cdp = context.new_cdp_session(page)
         cdp.send("Network.enable")
@@ -102,6 +103,7 @@ def test_a_multi_megabyte_upload_shows_its_progress_to_100_percent(
         assert artifact.size == total
         # Back on the page: the ingest status of the file takes over.
         assert "big-metrics.prom" in page.locator("#artifact-table").inner_text()
+        assert not page.locator("#upload-progress-box").is_visible()
         assert page.evaluate("window.__csp") == []
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
         screenshot(page, f"upload-queued-{width}x{height}")
