@@ -8,8 +8,9 @@ from django.conf import settings
 from django.contrib import messages
 from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from ingest.forms import PullForm
@@ -33,6 +34,10 @@ def upload(request: HttpRequest, slug: str) -> HttpResponse:
             messages.error(request, f"At most {MAX_FILES_PER_UPLOAD} files per upload.")
         else:
             _accept(request, incident, files)
+        if request.headers.get("X-Upload-Progress"):
+            # The page's script sent the files (showing their progress) and goes there itself;
+            # a redirect would be followed inside the request and eat the messages.
+            return JsonResponse({"next": reverse("upload", args=[incident.slug])})
         return redirect("upload", slug=incident.slug)
     return render(
         request,

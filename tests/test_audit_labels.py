@@ -18,6 +18,7 @@ from timeline import services
 from timeline.analysis import current_analysis
 from timeline.choices import FindingKind
 from timeline.models import Event
+from timeline.templatetags.softbreaks import softbreak
 
 
 def _work(incident, user, n: int = 1):
@@ -57,7 +58,7 @@ def test_the_log_shows_what_each_id_is_with_links_and_deleted_marks(client, user
     # What they are, linked while they exist.
     assert f'href="{board}#hypothesis-{h.pk}">hypothesis “CTAS starves decode 0”</a>' in html
     assert f'href="{reverse("event_detail", args=[loaded.slug, event.pk])}"' in html
-    assert f">{event.title}</a>" in html
+    assert f">{softbreak(event.title)}</a>" in html
     assert f'href="{reverse("finding_detail", args=[loaded.slug, finding.pk])}"' in html
     assert "note “Decode stalls here 0”</a>" in html
     # Deleted: its last known title or text, and "(deleted)", no link.

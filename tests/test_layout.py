@@ -61,8 +61,8 @@ def test_softbreak_breaks_after_separators_only_and_escapes():
     assert str(softbreak("SGLANG_SM120_MMA: (unset) → 512")) == (
         "SGLANG_<wbr>SM120_<wbr>MMA: (unset) → 512"
     )
-    assert str(softbreak("--tp=8 /models/v1")) == "--tp=<wbr>8 /<wbr>models/<wbr>v1"
-    assert str(softbreak("<b>x_y</b>")) == "&lt;b&gt;x_<wbr>y&lt;/<wbr>b&gt;"
+    assert str(softbreak("--tp=8 /models/v1")) == "--tp=<wbr>8 /models/<wbr>v1"
+    assert str(softbreak("<b>x_y</b>")) == "&lt;b&gt;x_<wbr>y&lt;/b&gt;"
 
 
 def test_metric_panels_with_several_series_carry_a_legend(client, user, loaded):
@@ -123,6 +123,19 @@ def test_no_page_is_wider_than_the_screen_with_hypotheses(
         # The crowded panels' legends are drawn, one entry per line.
         entries = page.locator("#timeline-chart .traces text[class^=legend]").all_text_contents()
         assert [f"gpu={i}" for i in range(8)] == [e for e in entries if e.startswith("gpu=")]
+        # Each legend stays beside its own panel: none reaches below the panel's bottom.
+        overflow = page.evaluate(
+            """() => { const el = document.getElementById('timeline-chart');
+                       const full = el._fullLayout, size = full._size;
+                       const top = el.querySelector('.main-svg').getBoundingClientRect().top;
+                       return [...el.querySelectorAll('g.infolayer > g[class^=legend]')]
+                         .map(g => { const n = g.getAttribute('class').slice(6);
+                                     const ax = full['yaxis' + n];
+                                     const bottom = top + size.t + size.h * (1 - ax.domain[0]);
+                                     const below = g.getBoundingClientRect().bottom - bottom;
+                                     return Math.round(below); }); }"""
+        )
+        assert len(overflow) >= 4 and max(overflow) <= 0, overflow
         screenshot(page, f"layout-timeline-{width}x{height}")
 
         for path, active, name in (

@@ -152,6 +152,63 @@ def test_a_token_is_shown_once_works_with_the_push_api_and_stops_when_revoked(
     assert ApiToken.objects.filter(team=team, name="ci").count() == 1
 
 
+def test_an_invite_link_is_shown_once_and_works_once_for_a_logged_in_user(
+    client, admin, team, bob, django_user_model
+):
+    client.force_login(admin)
+    response = client.post(reverse("team_invite_create", args=[team.slug]))
+    assert response["Cache-Control"] == "no-store"
+    link = re.search(r'id="new-invite-link">([^<]+)<', response.content.decode()).group(1)
+    path = link.replace("http://testserver", "")
+    [created] = _entries(team, "team.invite_create")
+    assert created.actor == admin
+    # Logged out: the login page first, then back to the link.
+    anonymous = type(client)()
+    assert anonymous.get(path)["Location"].startswith(reverse("login"))
+
+    joiner = type(client)()
+    joiner.force_login(bob)
+    page = joiner.get(path).content.decode()
+    assert "Join the team Inference" in page
+    assert not team.members.filter(pk=bob.pk).exists()  # opening it changes nothing
+    assert joiner.post(path).status_code == 302
+    assert team.members.filter(pk=bob.pk).exists()
+    assert not team.admins.filter(pk=bob.pk).exists()
+    [accepted] = _entries(team, "team.invite_accept")
+    assert accepted.actor == bob and accepted.target == "bob"
+    # Used once: a second user cannot use it.
+    carol = django_user_model.objects.create_user("carol", password="pw-carol-1")
+    again = type(client)()
+    again.force_login(carol)
+    response = again.get(path)
+    assert response.status_code == 404 and "used already" in response.content.decode()
+    again.post(path)
+    assert not team.members.filter(pk=carol.pk).exists()
+    assert len(_entries(team, "team.invite_accept")) == 1
+
+
+def test_an_expired_or_unknown_invite_link_does_nothing(client, admin, team, bob):
+    from django.utils import timezone
+
+    from timeline.models import TeamInvite
+    from timeline.services import teams as team_services
+
+    invite, raw = team_services.invite_create(team=team, user=admin)
+    TeamInvite.objects.filter(pk=invite.pk).update(expires_at=timezone.now())
+    client.force_login(bob)
+    response = client.post(reverse("team_join", args=[raw]))
+    assert response.status_code == 404 and "expired" in response.content.decode()
+    assert client.get(reverse("team_join", args=["nope"])).status_code == 404
+    assert not team.members.filter(pk=bob.pk).exists()
+    assert not _entries(team, "team.invite_accept")
+
+
+def test_only_admins_create_invite_links(client, user, team):
+    client.force_login(user)
+    assert client.post(reverse("team_invite_create", args=[team.slug])).status_code == 403
+    assert not _entries(team, "team.invite_create")
+
+
 def test_the_team_audit_log_lists_the_actions_on_the_team_page(client, admin, team, bob):
     client.force_login(admin)
     client.post(reverse("team_member_add", args=[team.slug]), {"who": "bob"})
@@ -190,10 +247,13 @@ def test_the_team_flow_in_a_browser(browser, live_server, client, admin, team, b
         page.locator(".member[data-username=bob] .remove-member").click()
         page.wait_for_selector(".msg-success:has-text('bob removed')")
         assert page.locator(".member[data-username=bob]").count() == 0
+        page.locator("#invite-create button").click()
+        assert "/teams/join/" in page.locator("#new-invite-link").inner_text()
         actions = page.locator("#team-audit .audit-row").evaluate_all(
             "rows => rows.map(r => r.dataset.action)"
         )
         assert actions == [
+            "team.invite_create",
             "team.member_remove",
             "team.token_revoke",
             "team.token_issue",

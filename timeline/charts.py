@@ -24,6 +24,8 @@ class Trace:
 
 
 LEGEND_MARGIN = 150  # px right of the panels for their legends
+LEGEND_ROW_PX = 19  # one legend entry at font size 10
+PANEL_PX = 170  # a metric panel's height, unless its legend needs more
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,11 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
     """Lanes of events on top, metric panels below, one shared time axis; markers for last known
     good and first bad, and the suspect window between them shaded on every panel."""
     rows = 1 + len(data.panels)
-    heights = [0.34] + [0.66 / max(1, len(data.panels))] * len(data.panels)
+    # The lanes keep their old share; a panel grows past PANEL_PX when its legend needs it.
+    lanes_px = 0.34 * (260 + PANEL_PX * len(data.panels))
+    panels_px = [max(PANEL_PX, LEGEND_ROW_PX * len(p.traces) + 70) for p in data.panels]
+    total_px = lanes_px + sum(panels_px)
+    heights = [lanes_px / total_px] + [px / total_px for px in panels_px]
     fig = make_subplots(
         rows=rows,
         cols=1,
@@ -154,7 +160,7 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
     shapes.extend(_line(s.at, SUSPECT_COLOUR, "dot") for s in data.suspects)
     fig.update_layout(
         shapes=shapes,
-        height=260 + 170 * len(data.panels),
+        height=round(total_px) if data.panels else 260,
         margin={
             "l": 130,
             "r": 20,

@@ -189,7 +189,7 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # Static files are collected (manage.py collectstatic; ./dev run and the test session do it) under
 # hashed names with gzip and Brotli copies beside them; WhiteNoise serves those, the hashed ones
 # with a year-long "immutable" cache (a new build gets new names), the rest for WHITENOISE_MAX_AGE.
-STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / ".data" / "static")))
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(embedded.DATA_DIR / "static")))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},

@@ -7,6 +7,7 @@ from timeline.views import teams
 urlpatterns = [
     path("", teams.team_list, name="team_list"),
     path("new", teams.team_new, name="team_new"),
+    path("join/<str:token>/", teams.team_join, name="team_join"),
     path("<slug:slug>/", teams.team_detail, name="team_detail"),
     path("<slug:slug>/members/", teams.member_add, name="team_member_add"),
     path(
@@ -15,6 +16,7 @@ urlpatterns = [
         name="team_member_remove",
     ),
     path("<slug:slug>/members/<int:user_id>/admin/", teams.member_admin, name="team_member_admin"),
+    path("<slug:slug>/invites/", teams.invite_create, name="team_invite_create"),
     path("<slug:slug>/tokens/", teams.token_issue, name="team_token_issue"),
     path("<slug:slug>/tokens/<int:token_id>/revoke/", teams.token_revoke, name="team_token_revoke"),
 ]

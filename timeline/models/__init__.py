@@ -6,7 +6,7 @@ fingerprint, series identity), so re-ingesting the same bytes adds nothing.
 
 from timeline.models.analysis import Analysis, Finding
 from timeline.models.collab import AuditEntry, Evidence, Hypothesis, HypothesisStatusChange, Note
-from timeline.models.core import ApiToken, Artifact, Incident, Team
+from timeline.models.core import ApiToken, Artifact, Incident, Team, TeamInvite
 from timeline.models.evidence import ConfigChange, Event
 from timeline.models.metrics import DataSource, MetricsPull, SampleChunk, SampleRollup, Series
 
@@ -29,4 +29,5 @@ __all__ = [
     "SampleRollup",
     "Series",
     "Team",
+    "TeamInvite",
 ]

@@ -110,3 +110,26 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class TeamInvite(models.Model):
+    """A single-use link that makes whoever opens it (logged in) a member of the team."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invites")
+    digest = models.CharField(max_length=64, unique=True)  # sha256 of the link's token
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"invite {self.pk} to {self.team_id}"

@@ -6,19 +6,24 @@ Who may do it is the views' concern (``can_manage``): a team's admins, and super
 
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
+import secrets
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Q
+from django.utils import timezone
 from django.utils.text import slugify
 
-from timeline.models import ApiToken, Team
+from timeline.models import ApiToken, Team, TeamInvite
 from timeline.services.audit import team_audit
 from timeline.services.common import ServiceError, clean_text
 
 MAX_TEAM_NAME = 100
 MAX_TOKEN_NAME = 100
+INVITE_DAYS = 7
 
 
 def can_manage(user: Any, team: Team) -> bool:
@@ -166,3 +171,65 @@ def token_revoke(*, team: Team, token_id: int, user: Any) -> str:
         team=team, actor=user, action="team.token_revoke", target=name, data={"token_id": token_id}
     )
     return name
+
+
+def _invite_digest(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+@transaction.atomic
+def invite_create(*, team: Team, user: Any) -> tuple[TeamInvite, str]:
+    """A single-use invite link's token (shown once; only its digest is stored), valid for
+    INVITE_DAYS days."""
+    raw = secrets.token_urlsafe(24)
+    invite = TeamInvite.objects.create(
+        team=team,
+        digest=_invite_digest(raw),
+        created_by=user if getattr(user, "is_authenticated", False) else None,
+        expires_at=timezone.now() + dt.timedelta(days=INVITE_DAYS),
+    )
+    team_audit(
+        team=team,
+        actor=user,
+        action="team.invite_create",
+        target=f"invite expiring {invite.expires_at:%Y-%m-%d %H:%M} UTC",
+        data={"invite_id": invite.pk},
+    )
+    return invite, raw
+
+
+def invite_open(raw: str) -> TeamInvite:
+    """The invite a link's token stands for, if it can still be used."""
+    invite = (
+        TeamInvite.objects.select_related("team").filter(digest=_invite_digest(raw or "")).first()
+    )
+    if invite is None:
+        raise ServiceError("This invite link is not valid.")
+    if invite.used_at is not None:
+        raise ServiceError("This invite link has been used already: ask the team for a new one.")
+    if invite.expires_at <= timezone.now():
+        raise ServiceError("This invite link has expired: ask the team for a new one.")
+    return invite
+
+
+@transaction.atomic
+def invite_accept(*, raw: str, user: Any) -> Team:
+    """Make ``user`` a member of the invite's team; the link cannot be used again."""
+    invite = invite_open(raw)
+    invite = TeamInvite.objects.select_for_update().get(pk=invite.pk)
+    if invite.used_at is not None:  # another request took it meanwhile
+        raise ServiceError("This invite link has been used already: ask the team for a new one.")
+    team = invite.team
+    if team.members.filter(pk=user.pk).exists():
+        raise ServiceError(f"You are a member of {team.name} already.")
+    invite.used_by, invite.used_at = user, timezone.now()
+    invite.save(update_fields=["used_by", "used_at"])
+    team.members.add(user)
+    team_audit(
+        team=team,
+        actor=user,
+        action="team.invite_accept",
+        target=user.get_username(),
+        data={"invite_id": invite.pk, "user_id": user.pk},
+    )
+    return team

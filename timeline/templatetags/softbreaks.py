@@ -1,6 +1,6 @@
 """``softbreak``: long keys (``SGLANG_SM120_MMA_TARGET_CTAS``, ``--chunked-prefill-size``,
-``/models/dsv4-tok-v2``) may wrap after ``_ = / . , : -`` and nowhere else: the text is escaped,
-then a ``<wbr>`` goes after each of those characters that a letter or digit follows."""
+``/models/dsv4-tok-v2``) may wrap after ``_ = / . , : -`` between letters or digits, nowhere else:
+the text is escaped, then a ``<wbr>`` goes after each such separator."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 register = template.Library()
 
-_AFTER = re.compile(r"([_=/.,:\-])(?=[0-9A-Za-z])")
+_AFTER = re.compile(r"(?<=[0-9A-Za-z])([_=/.,:\-])(?=[0-9A-Za-z])")
 
 
 @register.filter

@@ -10,7 +10,8 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from timeline.models import AuditEntry, Team
 from timeline.services import teams as team_services
@@ -156,3 +157,32 @@ def token_revoke(request: HttpRequest, slug: str, token_id: int) -> HttpResponse
         lambda team: team_services.token_revoke(team=team, token_id=token_id, user=request.user),
         "Token {} revoked: the push API refuses it from now on.",
     )
+
+
+@require_POST
+def invite_create(request: HttpRequest, slug: str) -> HttpResponse:
+    """The link is shown on this response only: only its digest is stored."""
+    team = _managed(request, slug)
+    invite, raw = team_services.invite_create(team=team, user=request.user)
+    link = request.build_absolute_uri(reverse("team_join", args=[raw]))
+    response = _render(request, team, new_invite=link, new_invite_expires=invite.expires_at)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@require_http_methods(["GET", "POST"])
+def team_join(request: HttpRequest, token: str) -> HttpResponse:
+    """GET: which team the link is for, and a button to join. POST: join it."""
+    try:
+        invite = team_services.invite_open(token)
+    except ServiceError as exc:
+        return render(request, "timeline/teams/join.html", {"error": str(exc)}, status=404)
+    if request.method == "POST":
+        try:
+            team = team_services.invite_accept(raw=token, user=request.user)
+        except ServiceError as exc:
+            messages.error(request, str(exc))
+            return redirect("incident_list")
+        messages.success(request, f"You joined the team {team.name}.")
+        return redirect("incident_list")
+    return render(request, "timeline/teams/join.html", {"invite": invite})
