@@ -1,4 +1,10 @@
-"""Plotly figures from plain data. Knows nothing of requests or the database."""
+"""Plotly figures from plain data. Knows nothing of requests or the database.
+
+Plotly renders a subset of HTML (links, bold, italics, line breaks) in hover text, trace
+names, titles and annotations, and fills ``%{...}`` in hover templates: every string that comes
+from evidence or users (event titles, notes, label values, series names) goes through
+:func:`plotly_text` here, the one place, so it shows as the text it is.
+"""
 
 from __future__ import annotations
 
@@ -48,6 +54,13 @@ class TimelineData:
     x_range: tuple[dt.datetime, dt.datetime] | None = None
 
 
+def plotly_text(value: str) -> str:
+    """Text Plotly shows as written: its HTML characters and template marks as entities."""
+    return (
+        value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("%", "&#37;")
+    )
+
+
 def figure_json(fig: dict[str, Any]) -> str:
     """JSON for Plotly.js; numpy arrays go out as plain numbers (orjson when installed)."""
     return str(pio_json.to_json_plotly(fig))
@@ -64,7 +77,7 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
         shared_xaxes=True,
         vertical_spacing=0.035,
         row_heights=heights,
-        subplot_titles=["Events"] + [p.title for p in data.panels],
+        subplot_titles=["Events"] + [plotly_text(p.title) for p in data.panels],
     )
     used_lanes = [lane for lane in LANES if any(m.lane == lane for m in data.markers)]
     for key, style in LANES.items():
@@ -85,7 +98,7 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
                     "line": {"width": 2, "color": colour},
                 },
                 customdata=[[m.id, key] for m in markers],
-                hovertext=[m.title for m in markers],
+                hovertext=[plotly_text(m.title) for m in markers],
                 hovertemplate="%{x|%H:%M:%S}<br>%{hovertext}<extra></extra>",
                 showlegend=False,
             ),
@@ -157,6 +170,7 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
     out: dict[str, Any] = fig.to_plotly_json()
     for i, panel in enumerate(data.panels, start=2):
         for trace in panel.traces:
+            name = plotly_text(trace.name)
             out["data"].append(
                 {
                     "type": "scattergl",
@@ -165,9 +179,9 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
                     "xaxis": f"x{i}",
                     "yaxis": f"y{i}",
                     "mode": "lines",
-                    "name": trace.name,
+                    "name": name,
                     "line": {"width": 1.3},
-                    "hovertemplate": "%{x|%H:%M:%S} %{y:.3g}<extra>" + trace.name + "</extra>",
+                    "hovertemplate": "%{x|%H:%M:%S} %{y:.3g}<extra>" + name + "</extra>",
                     "showlegend": False,
                 }
             )

@@ -11,8 +11,6 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from django.utils.html import escape
-
 from evidence.vocabulary import EventKind, Lane, harness_failed
 from timeline import charts, selectors
 from timeline.analysis import current_analysis
@@ -58,15 +56,14 @@ def timeline_figure_data(
         )
         for e in selectors.timeline_events(incident, start, end)
     ]
-    # Operators' notes on their own lane; a click opens "n<id>". Escaped: plotly renders a few
-    # HTML tags in hover text, and a note is user input.
+    # Operators' notes on their own lane; a click opens "n<id>". charts escapes every title.
     notes = Note.objects.filter(incident=incident)
     if start is not None:
         notes = notes.filter(at__gte=start)
     if end is not None:
         notes = notes.filter(at__lte=end)
     markers.extend(
-        charts.Marker(id=f"n{pk}", at=at, lane=Lane.NOTES, title=escape(body[:NOTE_TITLE_CHARS]))
+        charts.Marker(id=f"n{pk}", at=at, lane=Lane.NOTES, title=body[:NOTE_TITLE_CHARS])
         for pk, at, body in notes.order_by("at", "id").values_list("id", "at", "body")
     )
 

@@ -9,13 +9,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from timeline import selectors
+from timeline import access
 from timeline.models import AuditEntry
 
 
 @require_GET
 def audit_log(request: HttpRequest, slug: str) -> HttpResponse:
-    incident = selectors.incident_for_user(request.user, slug)
+    incident = access.incident_for(request.user, slug)
     entries = AuditEntry.objects.filter(incident=incident).select_related("actor")
     page = Paginator(entries.order_by("-at", "-id"), 100).get_page(request.GET.get("page"))
     for entry in page:
