@@ -146,6 +146,9 @@ def load_inputs_orm(incident: object) -> object:
     )
     from timeline.models import ConfigChange, Event
 
+    # The same query as timeline.analysis.load_changes, on purpose: this baseline is the
+    # reference the product's loader is checked against (`Inputs` equal), so it keeps its own
+    # copy of the slice's code rather than call the code it measures.
     changes = tuple(
         Change(
             ref=c.event_id,

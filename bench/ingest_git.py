@@ -66,13 +66,13 @@ def product_ingest(repo: Path, run: int) -> tuple[float, float, dict[str, int], 
     """One ``ingest REPO`` (no analysis) into a fresh incident: wall and CPU seconds (this
     process, git, and the Postgres backend), counts, phases."""
     from ingest.clients import git as git_client
-    from ingest.parsers import gitlog
+    from ingest.parsers import gitcommits
     from ingest.services.orchestration import Load, NewIncident, bundle_ingest
     from timeline.models import ConfigChange, Event
 
     phases: dict[str, float] = {}
     read = git_client.read_history
-    to_result = gitlog.commits_to_result
+    to_result = gitcommits.commits_to_result
 
     def timed_read(*args: object, **kwargs: object) -> object:
         started = time.perf_counter()
@@ -89,7 +89,7 @@ def product_ingest(repo: Path, run: int) -> tuple[float, float, dict[str, int], 
             phases["parser (commits -> records)"] = time.perf_counter() - started
 
     git_client.read_history = timed_read  # type: ignore[assignment]
-    gitlog.commits_to_result = timed_result  # type: ignore[assignment]
+    gitcommits.commits_to_result = timed_result  # type: ignore[assignment]
     gc.collect()
     cpu = cpu_seconds() + backend_cpu_seconds()
     started = time.perf_counter()
@@ -102,7 +102,7 @@ def product_ingest(repo: Path, run: int) -> tuple[float, float, dict[str, int], 
         )
     finally:
         git_client.read_history = read  # type: ignore[assignment]
-        gitlog.commits_to_result = to_result  # type: ignore[assignment]
+        gitcommits.commits_to_result = to_result  # type: ignore[assignment]
     total = time.perf_counter() - started
     cpu = cpu_seconds() + backend_cpu_seconds() - cpu
     phases["load (rows) and the rest"] = total - sum(phases.values())

@@ -36,6 +36,8 @@ class EventKind(StrEnum):
     LOG_ERROR = "log_error"  # an ERROR/Traceback line of the server itself (not prompt payload)
     STACK_DUMP = "stack_dump"
     NOTE = "note"
+    # One SGLang server start (a restart): attrs carry the live configuration as logged.
+    SERVER_START = "server_start"
 
     @property
     def label(self) -> str:
@@ -52,12 +54,14 @@ _KIND_LABELS: dict[EventKind, str] = {
     EventKind.LOG_ERROR: "Server error",
     EventKind.STACK_DUMP: "Stack dump",
     EventKind.NOTE: "Note",
+    EventKind.SERVER_START: "Server start",
 }
 
 
 class Lane(StrEnum):
     """A row of the timeline's event chart."""
 
+    LIVE_CONFIG = "live_config"
     CONFIG = "config"
     COMMITS = "commits"
     DOCS = "docs"
@@ -85,6 +89,7 @@ class LaneStyle:
 
 # Top to bottom on the chart; the order of this mapping is the order of the lanes.
 LANES: dict[Lane, LaneStyle] = {
+    Lane.LIVE_CONFIG: LaneStyle("Live config", "#bcbd22"),
     Lane.CONFIG: LaneStyle("Config changes", "#d62728"),
     Lane.COMMITS: LaneStyle("Commits", "#7f7f7f"),
     Lane.DOCS: LaneStyle("Doc revisions", "#8c564b"),
@@ -126,6 +131,11 @@ class SymptomKind(StrEnum):
     DROPPED_REQUEST = "dropped_request"
     WEDGE = "wedge"
     HARNESS_FAILURE = "harness_failure"
+    CRASH = "crash"  # a scheduler exception or traceback that stopped serving
+    WATCHDOG_TIMEOUT = "watchdog_timeout"
+    CRASH_LOOP = "crash_loop"  # SIGQUIT / repeated restarts in a short time
+    OOM = "oom"
+    STALL = "stall"  # requests received but none finishing while the server is up
 
 
 class Scope(StrEnum):
@@ -144,6 +154,7 @@ class Source(StrEnum):
     COMMIT = "commit"
     CHANGELOG = "changelog"
     API = "api"
+    LIVE = "live"  # the server's own start-up log (ServerArgs): what actually ran
 
 
 # --- the attributes each kind of event carries (Event.attrs) -------------------------------
@@ -216,10 +227,19 @@ class LogSpanAttrs(TypedDict):
     lines: int
     requests: int
     unfinished: int
+    # Lines whose local time a DST change made ambiguous ("repeated") or impossible
+    # ("skipped"), and how they were read (ingest.parsers.logclock.Window.as_attrs).
+    clock: NotRequired[list[dict[str, Any]]]
 
 
 class LogErrorAttrs(TypedDict, total=False):
-    """A server error carries its traceback in the event body, nothing in attrs."""
+    """A server error carries its traceback in the event body. ``symptom`` (a SymptomKind
+    value) says what it shows when it is one: a crash, a watchdog timeout, an OOM, or a crash
+    loop (several starts in a short time: ``starts`` of them, ``went_down`` seen to go down)."""
+
+    symptom: str
+    starts: int
+    went_down: int
 
 
 class StackDumpAttrs(TypedDict, total=False):
@@ -230,6 +250,19 @@ class StackDumpAttrs(TypedDict, total=False):
     threads: list[dict[str, Any]]
     total: int
     groups: list[dict[str, Any]]
+
+
+class ServerStartAttrs(TypedDict):
+    """One server start. ``server_args`` maps each ServerArgs field to its value as logged (the
+    Python repr text, e.g. ``"8192"``, ``"'fa3'"``, ``"None"``); empty when the log has no
+    ServerArgs line. ``env`` holds SGLANG_*/environment values the log printed, if any."""
+
+    line: int
+    server_args: dict[str, str]
+    env: NotRequired[dict[str, str]]
+    ready_at: NotRequired[str | None]  # ISO time of "The server is fired up and ready to roll!"
+    shutdown_at: NotRequired[str | None]  # ISO time of the shutdown line, if logged
+    pid: NotRequired[int | None]
 
 
 class NoteAttrs(TypedDict, total=False):
@@ -246,4 +279,5 @@ ATTRS_BY_KIND: dict[EventKind, type] = {
     EventKind.LOG_ERROR: LogErrorAttrs,
     EventKind.STACK_DUMP: StackDumpAttrs,
     EventKind.NOTE: NoteAttrs,
+    EventKind.SERVER_START: ServerStartAttrs,
 }

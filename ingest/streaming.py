@@ -15,8 +15,9 @@ from django.db import transaction
 from ingest import checks
 from ingest.loaders import LoadedSamples
 from ingest.parsers import prometheus
-from ingest.parsers.series import series_repr
-from ingest.parsers.types import ParseContext
+from ingest.parsers.series import TARGET_LABELS, series_repr
+from ingest.parsers.timestamps import default_time, to_epoch_ms
+from ingest.parsers.types import ParseContext, SeriesKey
 from ingest.services.artifacts import ProgressReporter
 from timeline.metrics.series import SeriesSpec, series_ids_for, series_meta_fill
 from timeline.metrics.writer import SampleStream
@@ -36,19 +37,33 @@ def stream_exposition(
     progress = ProgressReporter(artifact.pk)
     db_ids = np.empty(0, dtype=np.int64)
     given = np.zeros(0, dtype=np.int64)  # samples read per stream series
+    at = default_time(ctx)
+    at_ms = None if at is None else to_epoch_ms(at)
+    marked = np.zeros(0, dtype=bool)  # stream series given the file as origin
     try:
         with transaction.atomic(), SampleStream() as out:  # a savepoint: a fallback rolls back
             for sids, values, stamps in stream:
+                sids = np.asarray(sids, dtype=np.int64)
                 if len(stream.keys) > len(db_ids):
                     out.wait()  # creating series is a query: the connection must be free
-                    keys = stream.keys[len(db_ids) :]
+                    first = len(db_ids)
+                    keys = stream.keys[first:]
                     if any(checks.series_key_problem(k.name, k.labels) for k in keys):
                         raise prometheus.StreamFallback  # the whole-file path names the line
-                    new = [SeriesSpec(k.name, k.labels) for k in keys]
+                    origins = _origins(keys, first, sids, stamps, at_ms, ctx.name)
+                    new = [
+                        SeriesSpec(k.name, k.labels, origin=o)
+                        for k, o in zip(keys, origins, strict=True)
+                    ]
                     ids = series_ids_for(incident, artifact, new)
                     db_ids = np.concatenate([db_ids, np.asarray(ids, dtype=np.int64)])
                     given = np.concatenate([given, np.zeros(len(ids), dtype=np.int64)])
-                given += np.bincount(np.asarray(sids, dtype=np.int64), minlength=len(given))
+                    marked = np.concatenate([marked, np.asarray([bool(o) for o in origins])])
+                if at_ms is not None and np.any(marked[sids] & (np.asarray(stamps) != at_ms)):
+                    # A series that took the file's time has a time of its own as well: the
+                    # whole-file rule (series.mark_origins) decides.
+                    raise prometheus.StreamFallback
+                given += np.bincount(sids, minlength=len(given))
                 out.add(db_ids[sids], stamps, values)
                 progress.report(stream.consumed / max(len(data), 1))
             written = out.finish()
@@ -68,3 +83,27 @@ def stream_exposition(
             name = series_repr(key)
             loaded.dropped[name] = loaded.dropped.get(name, 0) + missing
     return loaded, len(out.writer.stats)
+
+
+def _origins(
+    keys: list[SeriesKey],
+    first: int,
+    sids: np.ndarray,
+    stamps: object,
+    at_ms: int | None,
+    name: str,
+) -> list[str]:
+    """The origin of each series new in this part, by the whole-file rule
+    (:func:`ingest.parsers.series.mark_origins`): the file's name for a series that took the
+    file's time and whose labels name no target. Later parts check the "every sample" half."""
+    if at_ms is None:
+        return [""] * len(keys)
+    stamps_arr = np.asarray(stamps)
+    present, where = np.unique(sids, return_index=True)
+    first_stamp = dict(zip(present.tolist(), stamps_arr[where].tolist(), strict=True))
+    origins = []
+    for offset, key in enumerate(keys):
+        took_file_time = first_stamp.get(first + offset) == at_ms
+        targeted = any(label in TARGET_LABELS for label, _ in key.labels)
+        origins.append(name if took_file_time and not targeted else "")
+    return origins

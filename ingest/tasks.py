@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 from django.db import OperationalError
 
 from ingest.services import workers
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(
@@ -32,3 +36,22 @@ def pull_metrics(pull_id: int) -> None:
     from ingest.services import pulls  # imports orchestration, which imports this module's peers
 
     pulls.pull_run(pull_id=pull_id)
+
+
+@shared_task(name="ingest.reap_stale_runs", ignore_result=True)
+def reap_stale_runs() -> None:
+    """Beat, every REAPER_INTERVAL_S: loads and analyses left running by a dead worker, and
+    analysis requests that never reached the broker, queued again."""
+    from ingest.services import reaper
+
+    reaper.stale_runs_reap()
+
+
+@shared_task(name="ingest.uploads_sweep", ignore_result=True)
+def uploads_sweep() -> None:
+    """Beat, every UPLOADS_SWEEP_INTERVAL_S: files under UPLOAD_ROOT no artifact points to."""
+    from ingest.services import sweep
+
+    swept = sweep.uploads_sweep()
+    if swept.removed:
+        log.info("uploads sweep: %d removed, %d bytes freed", len(swept.removed), swept.freed_bytes)

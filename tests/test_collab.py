@@ -209,7 +209,7 @@ def test_notes_are_pinned_to_a_moment_and_drawn_on_the_notes_lane(alice, user, i
     assert note.at == dt.datetime(2026, 11, 20, 23, 41, tzinfo=dt.UTC)  # no zone given: UTC
     figure = json.loads(alice.get(_url("timeline_data", incident)).content)["figure"]
     lane = next(t for t in figure["data"] if t.get("name") == "Notes")
-    assert lane["customdata"] == [[f"n{note.pk}", "notes"]]
+    assert lane["customdata"] == [[f"n{note.pk}", "notes", "2026-11-20T23:41:00Z"]]
     assert lane["hovertext"] == ["restarted pod &lt;b&gt;2&lt;/b&gt;"]
     # A zoomed window without the note leaves the lane out.
     figure = json.loads(

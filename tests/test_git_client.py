@@ -14,7 +14,7 @@ import pytest
 from evidence.vocabulary import EventKind, Source
 from ingest.clients.git import head, read_history, read_repository
 from ingest.clients.git_safety import is_repository, is_repository_root
-from ingest.parsers.gitlog import CommitInfo, FileStat, commits_to_result
+from ingest.parsers.gitcommits import CommitInfo, FileStat, commits_to_result
 from ingest.parsers.types import (
     ParseContext,
 )

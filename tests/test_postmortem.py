@@ -162,7 +162,7 @@ def _drawn(figure: dict) -> dict[str, object]:
     for trace in figure["data"]:
         if "customdata" not in trace:  # a metric panel
             continue
-        for (marker_id, lane), colour in zip(
+        for (marker_id, lane, *_), colour in zip(
             trace["customdata"], trace["marker"]["color"], strict=True
         ):
             markers[str(marker_id)] = (lane, colour == "#000")

@@ -6,6 +6,9 @@ member of its team; a superuser may everywhere. Anyone else gets the same 404 as
 that does not exist, for every URL and method. A bearer token of the push API acts for its
 team: that team's incidents and no other (a superuser's session is no token).
 
+Managing a team (its members, admins and push API tokens) is for the team's admins, and
+superusers everywhere; creating a team for superusers and those who administer one already.
+
 Every view and the API get their incident here; no view checks teams itself.
 """
 
@@ -61,3 +64,24 @@ def incident_for(user: Any, slug: str) -> Incident:
 def incident_for_token(team: Team, slug: str) -> Incident | None:
     """The incident a push API token of ``team`` may reach, or None."""
     return Incident.objects.filter(team=team, slug=slug).first()
+
+
+def may_manage_team(user: Any, team: Team) -> bool:
+    """A superuser, or an admin of this team: members, admins and push API tokens."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    return _is_superuser(user) or team.admins.filter(pk=user.pk).exists()
+
+
+def teams_managed(user: Any) -> QuerySet[Team]:
+    """The teams the user manages."""
+    if _is_superuser(user):
+        return Team.objects.all()
+    if not getattr(user, "is_authenticated", False):
+        return Team.objects.none()
+    return Team.objects.filter(admins=user.pk)
+
+
+def may_create_team(user: Any) -> bool:
+    """Superusers, and users who administer a team already."""
+    return _is_superuser(user) or teams_managed(user).exists()

@@ -12,9 +12,11 @@ from typing import Any
 
 import numpy as np
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from evidence.vocabulary import EventKind
+from timeline import live_inputs, runs
 from timeline.choices import FindingKind, RunStatus
 from timeline.correlation import engine
 from timeline.correlation import weights as correlation_weights
@@ -28,6 +30,7 @@ from timeline.correlation.types import (
     Request,
     Result,
     Series,
+    Suspect,
 )
 from timeline.metrics import reader
 from timeline.models import Analysis, ConfigChange, Finding, Incident
@@ -113,12 +116,15 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
             )
             for row in cur.fetchall()
         )
+        starts, errors = live_inputs.load_live(cur, incident)
     return Inputs(
         changes=changes,
         requests=requests,
         log_spans=spans,
         series=_load_series(incident),
         harness=harness,
+        starts=starts,
+        errors=errors,
         marks=Marks(last_good=incident.last_good_at, first_bad=incident.first_bad_at),
         params=params or Params(),
     )
@@ -207,13 +213,21 @@ def _load_series(incident: Incident) -> tuple[Series, ...]:
     return tuple(out)
 
 
-def _claim(incident: Incident, version: int) -> Analysis | None:
+def _claim(incident: Incident, version: int, worker: str) -> Analysis | None:
     analysis, _ = Analysis.objects.get_or_create(
         incident=incident, version=version, defaults={"status": RunStatus.PENDING}
     )
+    now = timezone.now()
     claimed = Analysis.objects.filter(
         pk=analysis.pk, status__in=[RunStatus.PENDING, RunStatus.RUNNING]
-    ).update(status=RunStatus.RUNNING, started_at=timezone.now(), error="")
+    ).update(
+        status=RunStatus.RUNNING,
+        started_at=now,
+        error="",
+        claimed_by=worker,
+        heartbeat_at=now,
+        attempts=F("attempts") + 1,
+    )
     return analysis if claimed else None
 
 
@@ -224,9 +238,15 @@ def analysis_run(*, incident_id: int, version: int | None = None) -> Analysis | 
         version = incident.analysis_version
     if version < incident.analysis_version:
         return None  # a newer request exists; its run will do the work
-    analysis = _claim(incident, version)
+    worker = runs.worker_id()
+    analysis = _claim(incident, version, worker)
     if analysis is None:
         return Analysis.objects.get(incident=incident, version=version)
+    with runs.Heartbeat("timeline_analysis", analysis.pk, worker):  # alive while it runs
+        return _run(incident, version, analysis)
+
+
+def _run(incident: Incident, version: int, analysis: Analysis) -> Analysis | None:
     params = Params()
     try:
         inputs = load_inputs(incident, params)
@@ -257,7 +277,16 @@ def analysis_run(*, incident_id: int, version: int | None = None) -> Analysis | 
         analysis.weights = correlation_weights.weights(params)
         analysis.result = payload
         analysis.finished_at = timezone.now()
-        analysis.save()
+        analysis.save(  # not the claim's fields: the row read before the claim has old ones
+            update_fields=[
+                "status",
+                "params",
+                "weights_version",
+                "weights",
+                "result",
+                "finished_at",
+            ]
+        )
         Analysis.objects.filter(
             incident=incident, version__lt=version, status=RunStatus.DONE
         ).update(status=RunStatus.SUPERSEDED)
@@ -313,7 +342,7 @@ def _findings(analysis: Analysis, result: Result) -> list[Finding]:
                 score=s.score,
                 at=s.change.at,
                 event_id=s.change.ref,
-                title=_change_title(s.change),
+                title=change_title(s.change),
                 explanation="\n".join(f"- {r}" for r in s.reasons),
                 data={
                     "key": s.change.key,
@@ -321,6 +350,7 @@ def _findings(analysis: Analysis, result: Result) -> list[Finding]:
                     "new": s.change.new,
                     "sources": list(s.sources or s.change.sources),
                     "reasons": list(s.reasons),
+                    **live_data(s),
                 },
             )
         )
@@ -332,7 +362,7 @@ def _findings(analysis: Analysis, result: Result) -> list[Finding]:
                 rank=rank,
                 at=e.change.at,
                 event_id=e.change.ref,
-                title=_change_title(e.change),
+                title=change_title(e.change),
                 explanation=e.reason,
                 data={"key": e.change.key, "old": e.change.old, "new": e.change.new},
             )
@@ -379,7 +409,12 @@ def _findings(analysis: Analysis, result: Result) -> list[Finding]:
     return rows
 
 
-def _change_title(c: Change) -> str:
+def live_data(s: Suspect) -> dict[str, Any]:
+    """What the server logs showed about a suspect (empty without server starts)."""
+    return engine.live_json(s)
+
+
+def change_title(c: Change) -> str:
     old = "(unset)" if c.old is None else c.old
     new = "(unset)" if c.new is None else c.new
     return f"{c.key}: {old} → {new}"[:500]

@@ -30,7 +30,14 @@ def queues(base: str = "") -> list[str]:
     return [base, base + ANALYSIS_SUFFIX]
 
 
+# Short housekeeping tasks (beat): on the analysis queue, so a backlog of loads never delays
+# the reaper that finds loads a dead worker left running.
+HOUSEKEEPING = frozenset({"ingest.reap_stale_runs", "ingest.uploads_sweep"})
+
+
 def route_task(name: str, args: Any, kwargs: Any, options: Any, **_: Any) -> dict[str, str]:
-    """Analyses (``timeline.*`` tasks) on the analysis queue, the rest on the ingest queue."""
+    """Analyses (``timeline.*`` tasks) and housekeeping on the analysis queue, the rest on the
+    ingest queue."""
     ingest, analysis = queues()
-    return {"queue": analysis if name.startswith("timeline.") else ingest}
+    short = name.startswith("timeline.") or name in HOUSEKEEPING
+    return {"queue": analysis if short else ingest}

@@ -2,14 +2,17 @@
 
 Plotly renders a subset of HTML (links, bold, italics, line breaks) in hover text, trace
 names, titles and annotations, and fills ``%{...}`` in hover templates: every string that comes
-from evidence or users (event titles, notes, label values, series names) goes through
-:func:`plotly_text` here, the one place, so it shows as the text it is.
+from evidence or users shows through :func:`plotly_text` as the text it is. A marker's title is
+Plotly HTML made by its producer (timeline.figure_data escapes each part it takes from events,
+notes and findings, and may join parts with ``<br>``); trace names, legend labels and panel
+titles are plain text, escaped here.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from html import escape
 from typing import Any
 
 import numpy as np
@@ -25,6 +28,10 @@ class Trace:
     name: str
     ts_ms: np.ndarray
     values: np.ndarray
+    label: str = ""  # short, for the panel's legend (what tells it from its neighbours)
+
+
+LEGEND_MARGIN = 150  # px right of the panels for their legends
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,17 @@ class Marker:
     lane: str
     title: str
     failed: bool = False
+    colour: str = ""  # instead of the lane's (a top suspect's change)
+
+
+@dataclass(frozen=True)
+class SuspectLine:
+    """A ranked suspect, drawn as a labelled vertical line at the moment it took effect."""
+
+    rank: int
+    key: str
+    at: dt.datetime
+    title: str
 
 
 @dataclass(frozen=True)
@@ -52,6 +70,11 @@ class TimelineData:
     first_bad: dt.datetime | None = None
     symptom_spans: list[tuple[dt.datetime, dt.datetime]] = field(default_factory=list)
     x_range: tuple[dt.datetime, dt.datetime] | None = None
+    suspects: list[SuspectLine] = field(default_factory=list)
+
+
+NO_DATA = "No data yet: upload evidence (logs, metrics, docs, harness results) to see it here"
+SUSPECT_COLOUR = "#7c3aed"
 
 
 def plotly_text(value: str) -> str:
@@ -86,19 +109,21 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
         if not markers:
             continue
         fig.add_trace(
-            go.Scattergl(
+            go.Scatter(
                 x=[m.at for m in markers],
                 y=[label] * len(markers),
                 mode="markers",
                 name=label,
                 marker={
                     "size": 11,
-                    "color": [("#000" if m.failed else colour) for m in markers],
+                    "color": [("#000" if m.failed else m.colour or colour) for m in markers],
                     "symbol": "line-ns-open" if key == Lane.COMMITS else "diamond",
                     "line": {"width": 2, "color": colour},
                 },
-                customdata=[[m.id, key] for m in markers],
-                hovertext=[plotly_text(m.title) for m in markers],
+                # what a click opens, its lane, and its own time (a click picks the marker's
+                # moment, not the mouse's)
+                customdata=[[m.id, key, _iso(m.at)] for m in markers],
+                hovertext=[m.title for m in markers],
                 hovertemplate="%{x|%H:%M:%S}<br>%{hovertext}<extra></extra>",
                 showlegend=False,
             ),
@@ -127,18 +152,7 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
     ):
         if when is None:
             continue
-        shapes.append(
-            {
-                "type": "line",
-                "xref": "x",
-                "yref": "paper",
-                "x0": when,
-                "x1": when,
-                "y0": 0,
-                "y1": 1,
-                "line": {"color": colour, "width": 2, "dash": "dash"},
-            }
-        )
+        shapes.append(_line(when, colour, "dash"))
         annotations.append(
             {
                 "x": when,
@@ -151,44 +165,121 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
                 "yanchor": "bottom",
             }
         )
+    shapes.extend(_line(s.at, SUSPECT_COLOUR, "dot") for s in data.suspects)
     fig.update_layout(
         shapes=shapes,
         height=260 + 170 * len(data.panels),
-        margin={"l": 130, "r": 20, "t": 40, "b": 40},
+        margin={"l": 130, "r": 20, "t": 40 + 15 * len(data.suspects), "b": 40},
         hovermode="closest",
         dragmode="zoom",
         template="plotly_white",
         uirevision="timeline",
     )
+    annotations.extend(_suspect_labels(data.suspects))
     for a in annotations:
         fig.add_annotation(**a)
     if data.x_range:
-        fig.update_xaxes(range=list(data.x_range))
+        # Always an explicit range: an axis left to autorange after a zoom jumped to 2000.
+        fig.update_xaxes(range=list(data.x_range), autorange=False)
+        fig.update_layout(uirevision="|".join(_iso(t) for t in data.x_range))
+    if not data.markers and not data.panels:
+        fig.update_xaxes(visible=False)
+        fig.update_yaxes(visible=False)
+        fig.add_annotation(
+            text=NO_DATA,
+            xref="paper",
+            yref="paper",
+            x=0.5,
+            y=0.5,
+            showarrow=False,
+            font={"size": 15, "color": "#6b7280"},
+            name="no-data",
+        )
     fig.update_xaxes(showticklabels=True, row=rows, col=1)
     # Metric traces go in as plain dicts: validating 100k-point arrays through plotly's
     # objects cost more than the rest of the request. x is epoch ms on date axes.
     out: dict[str, Any] = fig.to_plotly_json()
     for i, panel in enumerate(data.panels, start=2):
+        # Several series on one panel (GPUs, ranks, sources) look alike: a legend of its own,
+        # beside the panel, says which line is which.
+        legend = f"legend{i}" if len(panel.traces) > 1 else ""
+        if legend:
+            top = out["layout"][f"yaxis{i}"]["domain"][1]
+            out["layout"][legend] = {
+                "x": 1.01,
+                "xanchor": "left",
+                "y": top,
+                "yanchor": "top",
+                "font": {"size": 10},
+                "itemwidth": 30,
+                "tracegroupgap": 0,
+            }
         for trace in panel.traces:
             name = plotly_text(trace.name)
             out["data"].append(
                 {
-                    "type": "scattergl",
+                    "type": "scatter",
                     "x": trace.ts_ms,
                     "y": trace.values,
                     "xaxis": f"x{i}",
                     "yaxis": f"y{i}",
                     "mode": "lines",
-                    "name": name,
+                    "name": plotly_text(trace.label or trace.name),
                     "line": {"width": 1.3},
                     "hovertemplate": "%{x|%H:%M:%S} %{y:.3g}<extra>" + name + "</extra>",
-                    "showlegend": False,
+                    "showlegend": bool(legend),
+                    **({"legend": legend} if legend else {}),
                 }
             )
+    if any(len(p.traces) > 1 for p in data.panels):
+        out["layout"]["margin"]["r"] = LEGEND_MARGIN
     for key, axis in out["layout"].items():
         if key.startswith("xaxis"):
             axis["type"] = "date"
     return out
+
+
+def _iso(when: dt.datetime) -> str:
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _line(when: dt.datetime, colour: str, dash: str) -> dict[str, Any]:
+    """A vertical line across every chart of the figure (the panels share the time axis)."""
+    return {
+        "type": "line",
+        "xref": "x",
+        "yref": "paper",
+        "x0": when,
+        "x1": when,
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": colour, "width": 2, "dash": dash},
+    }
+
+
+def _suspect_labels(suspects: list[SuspectLine]) -> list[dict[str, Any]]:
+    """The "#1 KEY" labels above the figure, each joined to its line by a short stem and
+    stacked so close ones stay legible; the hover gives the whole change."""
+    return [
+        {
+            "x": s.at,
+            "xref": "x",
+            "y": 1.0,
+            "yref": "paper",
+            "text": escape(f"#{s.rank} {s.key[:40]}"),
+            "hovertext": f"suspect #{s.rank}: {escape(s.title)}<br>took effect {_iso(s.at)}",
+            "showarrow": True,
+            "arrowhead": 0,
+            "arrowwidth": 1,
+            "arrowcolor": SUSPECT_COLOUR,
+            "ax": 0,
+            "ay": -(22 + 15 * (len(suspects) - 1 - i)),
+            "font": {"color": SUSPECT_COLOUR, "size": 11},
+            "bgcolor": "rgba(255,255,255,0.9)",
+            "name": f"suspect-{s.rank}",
+        }
+        for i, s in enumerate(suspects)
+    ]
 
 
 def _band(start: dt.datetime, end: dt.datetime, colour: str) -> dict[str, Any]:

@@ -32,5 +32,6 @@ urlpatterns = [
     path("marks/", incident_fields.marks, name="incident_marks"),
     path("edit/", incident_fields.incident_edit, name="incident_edit"),
     path("audit/", audit.audit_log, name="audit_log"),
+    path("postmortem/", postmortem.postmortem_page, name="postmortem_page"),
     path("postmortem.<str:fmt>", postmortem.postmortem_export, name="postmortem_export"),
 ]

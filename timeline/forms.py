@@ -17,9 +17,13 @@ from timeline.services import MAX_TEXT, MAX_TITLE
 
 
 def parse_utc(raw: str) -> dt.datetime:
-    """ISO 8601 or a datetime-local value ("Z" and a space allowed); no zone means UTC.
-    Raises ValueError for anything else."""
-    parsed = dt.datetime.fromisoformat(raw.replace("Z", "+00:00").replace(" ", "T"))
+    """ISO 8601 or a datetime-local value ("Z", a space and a trailing " UTC" allowed, as the
+    page shows "2026-11-20 21:10:00 UTC"); no zone means UTC. Raises ValueError for anything
+    else."""
+    text = raw.strip()
+    if text.upper().endswith("UTC"):
+        text = text[:-3].strip()
+    parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T"))
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
 
 

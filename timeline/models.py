@@ -29,6 +29,10 @@ class Team(models.Model):
     name = models.CharField(max_length=100, unique=True)
     slug = models.SlugField(max_length=100, unique=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="teams", blank=True)
+    # Members who manage the team (timeline/views/teams.py): its members, admins and API tokens.
+    admins = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, related_name="admin_of_teams", blank=True
+    )
 
     def __str__(self) -> str:
         return self.name
@@ -52,6 +56,8 @@ class Incident(models.Model):
     action_items = models.TextField(blank=True)  # Markdown; the postmortem's last section
     # Bumped by every analysis request; a run older than this never overwrites a newer one.
     analysis_version = models.PositiveIntegerField(default=0)
+    # When that request was handed to the broker; null: the broker was down (the reaper queues it).
+    analysis_queued_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -85,6 +91,10 @@ class Artifact(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Run claim: the worker process ("host:pid"), its last beat (timeline.runs), runs started.
+    claimed_by = models.CharField(max_length=300, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -259,6 +269,10 @@ class Analysis(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Run claim: the worker process ("host:pid"), its last beat (timeline.runs), runs started.
+    claimed_by = models.CharField(max_length=300, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["-version"]
@@ -391,7 +405,13 @@ class AuditEntry(models.Model):
     deleted user) and services.incident_delete (which sets timeline.audit_purge) get through.
     """
 
-    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="audit")
+    # An incident's entry, or a team's (team management: members, admins, tokens).
+    incident = models.ForeignKey(
+        Incident, null=True, blank=True, on_delete=models.CASCADE, related_name="audit"
+    )
+    team = models.ForeignKey(
+        Team, null=True, blank=True, on_delete=models.PROTECT, related_name="audit"
+    )
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -403,7 +423,16 @@ class AuditEntry(models.Model):
     class Meta:
         ordering = ["-at", "-id"]
         verbose_name_plural = "audit entries"
-        indexes = [models.Index(fields=["incident", "at"], name="audit_incident_at")]
+        indexes = [
+            models.Index(fields=["incident", "at"], name="audit_incident_at"),
+            models.Index(fields=["team", "at"], name="audit_team_at"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(incident__isnull=False) | Q(team__isnull=False),
+                name="auditentry_has_incident_or_team",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M} {self.action} {self.target}"

@@ -14,7 +14,9 @@ from django.db.models import Prefetch, Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
 from tsdownsample import MinMaxLTTBDownsampler
 
-from evidence.vocabulary import EventKind
+from evidence.vocabulary import EventKind, Lane
+from timeline.analysis import current_analysis
+from timeline.choices import FindingKind
 from timeline.metrics import reader
 from timeline.models import Event, Evidence, Hypothesis, HypothesisStatusChange, Incident, Series
 
@@ -38,21 +40,52 @@ def events_in_window(
     kinds: list[str] | None = None,
     search: str = "",
 ) -> QuerySet[Event]:
+    """The incident's events, filtered. The Symptoms lane holds what the analysis found
+    (dropped requests, wedges, failed harness runs...), not stored events: filtering by it
+    brings the events those findings point at. A search matches words of the title and body,
+    a part of the title, a request id, or the title of a symptom found in the event."""
     qs = Event.objects.filter(incident=incident)
     if start is not None:
         qs = qs.filter(Q(at__gte=start) | Q(ends_at__gte=start))
     if end is not None:
         qs = qs.filter(at__lte=end)
     if lanes:
-        qs = qs.filter(lane__in=lanes)
+        lane_q = Q(lane__in=lanes)
+        if Lane.SYMPTOMS in lanes:
+            lane_q |= Q(pk__in=symptom_event_ids(incident))
+        qs = qs.filter(lane_q)
     if kinds:
         qs = qs.filter(kind__in=kinds)
     if search:
         # Same expression as the event_fulltext GIN index.
-        qs = qs.annotate(search=SearchVector("title", "body", config="english")).filter(
-            search=SearchQuery(search, config="english", search_type="websearch")
+        matches = (
+            Q(search=SearchQuery(search, config="english", search_type="websearch"))
+            | Q(title__icontains=search)
+            | Q(rid=search)
+            | Q(pk__in=symptom_event_ids(incident, title_contains=search))
         )
+        qs = qs.annotate(
+            search=SearchVector("title", "body", config="english"),
+            rid=KeyTextTransform("rid", "attrs"),
+        ).filter(matches)
     return qs.order_by("at", "id")
+
+
+def symptom_event_ids(incident: Incident, *, title_contains: str = "") -> set[int]:
+    """Events the current analysis flags as symptoms (optionally only symptoms whose title
+    holds some text, e.g. "timeout")."""
+    analysis = current_analysis(incident)
+    if analysis is None:
+        return set()
+    findings = analysis.findings.filter(kind=FindingKind.SYMPTOM)
+    if title_contains:
+        findings = findings.filter(title__icontains=title_contains)
+    ids: set[int] = set()
+    for event_id, data in findings.values_list("event_id", "data"):
+        if event_id:
+            ids.add(event_id)
+        ids.update(int(r) for r in (data or {}).get("refs") or [] if isinstance(r, int))
+    return ids
 
 
 def timeline_events(

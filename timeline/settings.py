@@ -129,6 +129,31 @@ CELERY_TIMEZONE = "UTC"
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "timeline")
 # Ingest on that queue, analyses on "<queue>.analysis" (timeline/celery.py says why).
 CELERY_TASK_ROUTES = ("timeline.celery.route_task",)
+# Work left behind (timeline.runs, ingest.services.reaper): a worker beats every
+# WORKER_HEARTBEAT_S while it runs a load or an analysis; a running row whose beat is three
+# beats old is handed to another worker (at most RUN_MAX_ATTEMPTS runs, then it fails with the
+# reason). An analysis request not run ANALYSIS_REQUEUE_S after it was queued (or never queued:
+# the broker was down) is queued again. Beat (`celery worker -B`, as ./dev run starts it) runs
+# the reaper every REAPER_INTERVAL_S and the sweep of unreferenced uploads every
+# UPLOADS_SWEEP_INTERVAL_S; the sweep leaves files younger than UPLOADS_SWEEP_GRACE_S alone.
+WORKER_HEARTBEAT_S = env_int("WORKER_HEARTBEAT_S", 30)
+RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3)
+ANALYSIS_REQUEUE_S = env_int("ANALYSIS_REQUEUE_S", 300)
+REAPER_INTERVAL_S = env_int("REAPER_INTERVAL_S", 60)
+UPLOADS_SWEEP_INTERVAL_S = env_int("UPLOADS_SWEEP_INTERVAL_S", 3600)
+UPLOADS_SWEEP_GRACE_S = env_int("UPLOADS_SWEEP_GRACE_S", 3600)
+CELERY_BEAT_SCHEDULE = {
+    "reap-stale-runs": {
+        "task": "ingest.reap_stale_runs",
+        "schedule": REAPER_INTERVAL_S,
+        "options": {"expires": REAPER_INTERVAL_S},  # a backlog of them is one run
+    },
+    "sweep-uploads": {
+        "task": "ingest.uploads_sweep",
+        "schedule": UPLOADS_SWEEP_INTERVAL_S,
+        "options": {"expires": UPLOADS_SWEEP_INTERVAL_S},
+    },
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -161,12 +186,15 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-# No STATIC_ROOT: WhiteNoise serves straight from the finders (static/ and the apps).
+# Static files are collected (manage.py collectstatic; ./dev run and the test session do it) under
+# hashed names with gzip and Brotli copies beside them; WhiteNoise serves those, the hashed ones
+# with a year-long "immutable" cache (a new build gets new names), the rest for WHITENOISE_MAX_AGE.
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / ".data" / "static")))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
-WHITENOISE_USE_FINDERS = True
+WHITENOISE_MAX_AGE = env_int("WHITENOISE_MAX_AGE", 3600)  # names without a hash (favicon-like)
 
 # Uploads: bounded, and kept under one folder (ingest.services checks every path).
 UPLOAD_ROOT = Path(env_str("UPLOAD_ROOT", str(BASE_DIR / ".data" / "uploads")))

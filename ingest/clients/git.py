@@ -1,7 +1,7 @@
 """Read a git repository's history through the ``git`` CLI (never by reading ``.git`` by hand).
 
 An I/O client: it runs ``git`` in a subprocess with a deadline and returns plain
-:class:`~ingest.parsers.gitlog.CommitInfo` values for the pure parser to turn into records.
+:class:`~ingest.parsers.gitcommits.CommitInfo` values for the pure parser to turn into records.
 Every git command goes through :mod:`ingest.clients.git_safety`, which checks that the
 repository is self-contained and runs git pinned to it (uploaded repositories are hostile).
 """
@@ -24,7 +24,7 @@ from ingest.clients.git_safety import (
     stream_git_records,
 )
 from ingest.parsers.configfiles import is_config_path
-from ingest.parsers.gitlog import CommitInfo, FileStat, split_message
+from ingest.parsers.gitcommits import CommitInfo, FileStat, split_message
 
 logger = logging.getLogger(__name__)
 
@@ -133,16 +133,22 @@ def read_history(path: Path, *, timeout: float = 60.0, max_commits: int = 100_00
     return History(commits, warnings)
 
 
-_LOG_OPTIONS = (
+# What every `git log` here reads the same way: renames found, raw entries NUL-separated with
+# full hashes, and nothing of the repository's own configuration run or applied (no external
+# diff, no textconv filter, no colour, no signature check).
+_RAW_OPTIONS = (
     "-M",
     "--raw",
-    "--numstat",
     "-z",
     "--no-abbrev",
     "--no-ext-diff",
     "--no-textconv",
     "--no-color",
     "--no-show-signature",
+)
+_LOG_OPTIONS = (
+    *_RAW_OPTIONS,
+    "--numstat",
     "--encoding=UTF-8",
     f"--format=format:{_FORMAT}",
     "HEAD",
@@ -160,14 +166,7 @@ def _merge_changes(repo: Repo, deadline: float) -> dict[str, tuple[_Raw, ...]]:
             "--merges",
             "--first-parent",
             "--diff-merges=first-parent",
-            "-M",
-            "--raw",
-            "-z",
-            "--no-abbrev",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-color",
-            "--no-show-signature",
+            *_RAW_OPTIONS,
             "--format=format:%x00%x1eINCIDENT-TIMELINE-COMMIT%x1f%H%x00",
             "HEAD",
             "--",

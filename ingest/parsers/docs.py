@@ -86,17 +86,7 @@ def parse_markdown_doc(data: bytes, ctx: ParseContext) -> ParseResult:
         body=_summary(settings, sections, items, changes),
         attrs={
             "path": ctx.name,
-            "settings": [
-                {
-                    "key": s.key,
-                    "value": s.value,
-                    "scope": s.scope,
-                    "where": s.where,
-                    "condition": s.condition,
-                    "profile": s.profile,
-                }
-                for s in settings
-            ],
+            "settings": [s.as_attrs() for s in settings],
             "sections": sections,
             "state": given is not None,
         },

@@ -10,7 +10,11 @@ What a log yields:
   series per second;
 * ``Receive`` / ``Finish`` lines paired by ``rid`` -> request events (no finish: still open);
 * server errors (a level ERROR/CRITICAL, a traceback) -> log_error events;
-* one log_span event covering the first to the last timestamp: the server was logging then.
+* one log_span event covering the first to the last timestamp: the server was logging then;
+* each server start (``server_args=ServerArgs(...)``, ready, shutdown) -> a server_start event
+  carrying the live configuration, and crash loops -> log_error events
+  (:mod:`ingest.parsers.lifecycle`); a server error carries the symptom it shows
+  (``attrs["symptom"]``: crash, watchdog timeout, OOM).
 
 Request lines carry user payload (prompts, generated text). It is never read for meaning: only
 the ``rid`` is taken from it, skipping string literals so a prompt that mentions ``rid='x'``,
@@ -25,9 +29,9 @@ from dataclasses import dataclass, field
 
 from evidence.vocabulary import EventKind, Lane
 
-from . import logprefix
+from . import lifecycle, logclock, logprefix, serverargs
 from .text import decode_lines, head_text
-from .timestamps import TimeError, wall_clock
+from .timestamps import TimeError
 from .types import (
     EventRecord,
     ParseContext,
@@ -94,6 +98,7 @@ class _Error:
     at: dt.datetime | None
     title: str
     lines: list[str] = field(default_factory=list)
+    context: str = ""  # the timestamped line before a traceback that has no time of its own
 
     def headline(self) -> str:
         """The title: the exception line that ended the traceback (the last one, after any
@@ -158,7 +163,7 @@ class _LogParser:
     def __init__(self, ctx: ParseContext) -> None:
         self.ctx = ctx
         self.file = ctx.name
-        self.times: dict[str, dt.datetime] = {}
+        self.clock = logclock.LogClock(ctx.tz, ctx.name)  # local times, DST resolved by order
         self.first: dt.datetime | None = None
         self.last: dt.datetime | None = None
         self.requests: dict[str, _Request] = {}
@@ -170,18 +175,17 @@ class _LogParser:
         self.payload_state: tuple[str, int] = ("", 0)
         self.error: _Error | None = None
         self.current: dt.datetime | None = None  # time of the latest timestamped line
+        self.message = ""  # the message of the latest timestamped line
         self.batch_seen: set[tuple[tuple[tuple[str, str], ...], int]] = set()
         self.batch_overwritten = 0  # batch lines replaced by a later one in the same second
+        self.life = lifecycle.Lifecycle()
 
     def when(self, match: re.Match[str], lineno: int) -> dt.datetime:
         stamp = match.group(0)[1:20]
-        at = self.times.get(stamp)
-        if at is None:
-            fields = (int(g) for g in match.groups()[:6])
-            try:
-                at = self.times[stamp] = wall_clock(*fields, tz=self.ctx.tz)
-            except TimeError as exc:
-                raise ParseError(self.file, lineno, f"invalid timestamp [{stamp}]: {exc}") from None
+        try:
+            at = self.clock.read(stamp, match.groups(), lineno)
+        except TimeError as exc:
+            raise ParseError(self.file, lineno, f"invalid timestamp [{stamp}]: {exc}") from None
         fraction = match.group(7)
         if fraction:
             at += dt.timedelta(microseconds=int(fraction.ljust(6, "0")))
@@ -198,16 +202,33 @@ class _LogParser:
         if self.last is None or at > self.last:
             self.last = at
         self.current = at
-        message = raw[match.end() :]
+        message = self.message = raw[match.end() :]
         self.error = None
         self.in_payload = False
         if message.startswith(("Prefill batch", "Decode batch")):
             self.batch(message, at, match.group(8), lineno)
         elif message.startswith(("Receive:", "Finish:")):
             self.request_line(message, at, lineno)
-        elif _LEVEL_RE.search(message) or _TRACEBACK in message or _CRASH_RE.search(message):
-            self.error = _Error(lineno, at, message.strip()[:_TITLE_MAX], [raw])
-            self.errors.append(self.error)
+        elif (args_at := serverargs.find(message)) != -1:
+            self.server_args(message, args_at, at, lineno)
+        else:
+            self.life.message(at, lineno, message)
+            if _LEVEL_RE.search(message) or _TRACEBACK in message or _CRASH_RE.search(message):
+                self.error = _Error(lineno, at, message.strip()[:_TITLE_MAX], [raw])
+                self.errors.append(self.error)
+        self.life.seen(at)
+
+    def server_args(self, message: str, args_at: int, at: dt.datetime | None, lineno: int) -> None:
+        try:
+            fields = serverargs.read(message, args_at)
+        except serverargs.ServerArgsError as exc:
+            raise ParseError(
+                self.file,
+                lineno,
+                f"server_args=ServerArgs(...), at character {args_at + exc.column} of the "
+                f"message: {exc.message}",
+            ) from None
+        self.life.server_args(at, lineno, fields)
 
     def request_line(self, message: str, at: dt.datetime, lineno: int) -> None:
         self.payload_state = _payload_scan(message, "", 0)
@@ -224,6 +245,12 @@ class _LogParser:
             self.payload_state = _payload_scan(raw, *self.payload_state)
             self.in_payload = self.payload_state != ("", 0)
             return
+        if raw.startswith(serverargs.MARK):
+            # an older SGLang printed its ServerArgs without a [time]: the time of the line
+            # before (or the log's first time)
+            self.server_args(raw, serverargs.find(raw), self.current, lineno)
+            return
+        self.life.message(self.current, lineno, raw)
         if self.error is not None:
             if len(self.error.lines) < _BODY_MAX_LINES:
                 self.error.lines.append(raw)
@@ -235,7 +262,9 @@ class _LogParser:
             return
         if raw.startswith(_TRACEBACK) or raw.startswith(("ERROR:", "CRITICAL:")):
             # before any timestamped line the error takes the first timestamp (see result)
-            self.error = _Error(lineno, self.current, raw.strip()[:_TITLE_MAX], [raw])
+            self.error = _Error(
+                lineno, self.current, raw.strip()[:_TITLE_MAX], [raw], context=self.message
+            )
             self.errors.append(self.error)
 
     def batch(self, message: str, at: dt.datetime, ranks: str, lineno: int) -> None:
@@ -314,7 +343,7 @@ class _LogParser:
             raise ParseError(
                 self.file, 1, "expected SGLang log lines starting with [YYYY-MM-DD HH:MM:SS]"
             )
-        out = ParseResult(kind=KIND_SGLANG_LOG, warnings=self.warnings)
+        out = ParseResult(kind=KIND_SGLANG_LOG, warnings=self.clock.warnings() + self.warnings)
         if self.batch_overwritten:
             out.warnings.append(
                 f"{self.file}: {self.batch_overwritten} batch lines shared their second with a "
@@ -350,6 +379,7 @@ class _LogParser:
             )
         for error in self.errors:
             body = "\n".join(error.lines).replace("```", "` ` `")
+            symptom = lifecycle.symptom_of(error.lines, error.context)
             out.events.append(
                 EventRecord(
                     kind=EventKind.LOG_ERROR,
@@ -358,9 +388,11 @@ class _LogParser:
                     key=f"{self.file}:{error.line}",
                     title=error.headline(),
                     body=f"```\n{body}\n```",
+                    attrs={"symptom": symptom.value} if symptom is not None else {},
                     line=error.line,
                 )
             )
+        out.events.extend(self.life.events(self.first, self.last))
         first_iso, last_iso = self.first.isoformat(), self.last.isoformat()
         out.events.append(
             EventRecord(
@@ -374,6 +406,13 @@ class _LogParser:
                     "lines": total_lines,
                     "requests": len(self.requests),
                     "unfinished": unfinished,
+                    # local times a DST change made ambiguous or impossible, and how they were
+                    # read: checked against epoch-stamped metrics at load (services.clockcheck)
+                    **(
+                        {"clock": [w.as_attrs() for w in self.clock.windows]}
+                        if self.clock.windows
+                        else {}
+                    ),
                 },
                 line=1,
             )

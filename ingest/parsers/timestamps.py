@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from dataclasses import dataclass
 from typing import Literal
 
 from .types import ParseContext, ParseError
@@ -136,6 +137,41 @@ def wall_clock(
     return in_zone(naive, tz)
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What a wall-clock reading names in a zone, without refusing: ``kind`` is "plain" (one
+    moment: ``at``), "repeated" (clocks went back: ``at`` is the first pass, ``second`` the
+    second) or "skipped" (clocks jumped over it: ``at`` is read with the offset in force before
+    the jump). ``before``/``after`` are the offsets around the change."""
+
+    kind: Literal["plain", "repeated", "skipped"]
+    at: dt.datetime
+    second: dt.datetime | None = None
+    before: dt.timedelta = dt.timedelta()
+    after: dt.timedelta = dt.timedelta()
+
+
+def wall_reading(
+    year: int, month: int, day: int, hour: int, minute: int, second: int, *, tz: dt.tzinfo
+) -> Reading:
+    """A reading of the clock in ``tz`` with every moment it can name (see :class:`Reading`):
+    for a caller that resolves a DST change itself (a server log, from the order of its lines).
+    Raises :class:`TimeError` for fields that make no date."""
+    try:
+        naive = dt.datetime(year, month, day, hour, minute, second)  # noqa: DTZ001
+    except ValueError as exc:
+        raise TimeError(f"{exc}; expected a real date and time") from None
+    earlier = naive.replace(tzinfo=tz, fold=0)
+    later = naive.replace(tzinfo=tz, fold=1)
+    before, after = earlier.utcoffset(), later.utcoffset()
+    first = earlier.astimezone(UTC)
+    if before == after or before is None or after is None:
+        return Reading("plain", first)
+    if first.astimezone(tz).replace(tzinfo=None) == naive:
+        return Reading("repeated", first, later.astimezone(UTC), before, after)
+    return Reading("skipped", first, None, before, after)
+
+
 def parse_offset(text: str) -> dt.tzinfo:
     """A zone written after a time: ``Z``, ``UTC``, ``+08:00``, ``-0800`` or ``+08``."""
     text = text.strip()
@@ -212,7 +248,10 @@ def epoch_ms(value: int | float, unit: EpochUnit) -> int:
     nearest millisecond, integers are cut to theirs)."""
     _check_epoch(value, unit)
     if isinstance(value, float):
-        ms = round(value * 1000 / _PER_SECOND[unit])
+        scaled = value * 1000 / _PER_SECOND[unit]
+        if not math.isfinite(scaled):  # 1e308 s: no time, and round() would overflow
+            raise _out_of_range(value, unit)
+        ms = round(scaled)
     else:
         ms = value * 1000 // _PER_SECOND[unit]
     if not MIN_MS <= ms <= MAX_MS:

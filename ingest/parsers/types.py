@@ -12,7 +12,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
-from evidence.vocabulary import EventKind, Lane, Scope, Source
+from evidence.vocabulary import EventKind, Lane, Scope, SettingAttrs, Source
 
 UTC = dt.UTC
 
@@ -84,6 +84,17 @@ class Setting:
     # The server launch it belongs to when a document holds several (prefill and decode
     # servers, alternative launches): "" for the only launch and for what all launches share.
     profile: str = ""
+
+    def as_attrs(self) -> SettingAttrs:
+        """The setting as a doc event stores it (``attrs["settings"]``)."""
+        return {
+            "key": self.key,
+            "value": self.value,
+            "scope": self.scope,
+            "where": self.where,
+            "condition": self.condition,
+            "profile": self.profile,
+        }
 
 
 @dataclass(frozen=True)

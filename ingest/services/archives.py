@@ -8,7 +8,6 @@ ARCHIVE_MAX_MEMBERS: a zip bomb stops at the limit, and nothing of it is kept.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import tarfile
 import zipfile
@@ -42,34 +41,32 @@ def _refuse_gitfile(name: str, rel: PurePosixPath) -> None:
         )
 
 
-def extract_archive(archive: Path, into: Path) -> Path:
-    """Extract into ``into/<sha256>/`` with every member checked (an archive extracted before
-    is not extracted again); returns the bundle root."""
+def file_digest(archive: Path) -> str:
     hasher = hashlib.sha256()
     with open(archive, "rb") as src:
         while chunk := src.read(1 << 23):
             hasher.update(chunk)
-    digest = hasher.hexdigest()
-    target = (into / digest).resolve()
-    if target.exists():
-        return _bundle_root(target)
-    tmp = into / f".{digest}.part"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    return hasher.hexdigest()
+
+
+def extract_archive(archive: Path, dest: Path) -> Path:
+    """Extract into the new folder ``dest`` with every member checked; returns the bundle root
+    (``dest`` or the one folder in it). A refused archive leaves no ``dest`` behind. Callers
+    extract into a registration's stage (storage.staged), removed whatever happens next."""
+    dest.mkdir(parents=True)
     limit = settings.ARCHIVE_MAX_EXPANDED_BYTES
     try:
         if archive.name.lower().endswith(".zip"):
-            _extract_zip(archive, tmp, limit)
+            _extract_zip(archive, dest, limit)
         else:
-            _extract_tar(archive, tmp, limit)
+            _extract_tar(archive, dest, limit)
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(dest, ignore_errors=True)
         raise IngestError(f"{archive.name}: not a readable archive ({exc})") from None
-    except IngestError:
-        shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
         raise
-    os.replace(tmp, target)
-    return _bundle_root(target)
+    return _bundle_root(dest)
 
 
 def _bundle_root(folder: Path) -> Path:

@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from timeline.choices import RunStatus
@@ -26,13 +26,24 @@ from timeline.models import Artifact
 MIN_INTERVAL_S = 0.5
 
 
-def artifact_claim(*, artifact_id: int) -> bool:
-    """Claim the row for this run. A 'running' row is re-claimed: with acks_late, a task is only
-    delivered again when the worker that ran it died, and its transaction died with it."""
+def artifact_claim(*, artifact_id: int, worker: str) -> bool:
+    """Claim the row for this run, as ``worker`` (timeline.runs.worker_id). A 'running' row is
+    re-claimed: a task is only delivered again when the worker that ran it died (acks_late) or
+    stopped beating (the reaper), and its transaction died with it; were it still alive, the
+    load's advisory lock and its 'done' check keep the load to one."""
+    now = timezone.now()
     return bool(
         Artifact.objects.filter(
             Q(status=RunStatus.PENDING) | Q(status=RunStatus.RUNNING), pk=artifact_id
-        ).update(status=RunStatus.RUNNING, started_at=timezone.now(), progress=0.05, error="")
+        ).update(
+            status=RunStatus.RUNNING,
+            started_at=now,
+            progress=0.05,
+            error="",
+            claimed_by=worker,
+            heartbeat_at=now,
+            attempts=F("attempts") + 1,
+        )
     )
 
 
@@ -49,7 +60,7 @@ def artifact_done(*, artifact: Artifact, counts: dict[str, Any], kind: str = "")
     artifact.kind = kind or artifact.kind
     artifact.finished_at = timezone.now()
     artifact.counts = counts
-    artifact.save()
+    artifact.save(update_fields=["status", "progress", "kind", "finished_at", "counts"])
     return artifact
 
 
@@ -69,6 +80,23 @@ def artifact_fail(*, artifact: Artifact, message: str) -> Artifact:
     return artifact
 
 
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(?:[^\s/'\"]+/)+([^\s/'\"]*)")
+
+
+def unexpected_message(name: str, exc: BaseException) -> str:
+    """What a user reads when a load stopped on an error no parser or loader names itself: the
+    file, the kind of error and its first line, with no server path or SQL in it (the traceback
+    goes to the worker's log)."""
+    kind = type(exc).__name__
+    if isinstance(exc, DatabaseError):
+        detail = "the database refused the file's rows"
+    else:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        detail = _ABSOLUTE_PATH.sub(lambda m: m.group(1) or "/", text)[:200]
+    detail = f": {detail}" if detail else ""
+    return f"{name}: the ingest stopped on an unexpected error ({kind}{detail}); nothing was stored"
+
+
 # An absolute path under a folder of the server (the upload root, a temporary folder, a home).
 _SERVER_PATH = re.compile(
     r"(?<![\w.:/~-])/(?:tmp|var|home|root|srv|opt|usr|data|work|mnt|run|private|Users|etc)"
@@ -86,18 +114,6 @@ def public_text(message: str) -> str:
         prefix = str(root).rstrip("/") + "/"
         message = re.sub(re.escape(prefix) + r"(?:\.tmp/)?(?:[^\s'\"/]+/)?", "", message)
     return _SERVER_PATH.sub(lambda m: Path(m.group()).name, message)
-
-
-def load_error(name: str, exc: BaseException) -> str:
-    """What a user reads when loading raised: the database's own words name columns, indexes
-    and limits, so they stay in the server log (loading.artifact_ingest logs them)."""
-    if isinstance(exc, DatabaseError | psycopg.Error | UnicodeError):
-        return (
-            f"{name}: loading failed: a value could not be stored (the details are in the "
-            "server log); expected text without NUL characters, times in the years 1900 to "
-            "2199 and label values of ordinary length"
-        )
-    return public_text(f"{name}: loading failed: {exc}")
 
 
 class ProgressReporter:

@@ -91,8 +91,10 @@ def repository_register(
     name: str,
     options: dict[str, Any] | None = None,
     user: Any = None,
+    kept_at: Path | None = None,
 ) -> tuple[Artifact, bool]:
-    """A git repository is one artifact, identified by its name and HEAD commit."""
+    """A git repository is one artifact, identified by its name and HEAD commit; it is read
+    where it is, or at ``kept_at`` (where a stage moves it once registered)."""
     head = git_client.head(path)
     digest = hashlib.sha256(f"git_repo\x00{name}\x00{head}".encode()).hexdigest()
     artifact, created = Artifact.objects.get_or_create(
@@ -101,7 +103,7 @@ def repository_register(
         defaults={
             "name": name,
             "kind": sniff.GIT_REPO,
-            "path": str(path.resolve()),
+            "path": str((kept_at or path).resolve()),
             "options": {**(options or {}), "head": head},
             "uploaded_by": user,
         },
@@ -135,7 +137,6 @@ def _repositories(root: Path) -> list[Path]:
     return sorted(found)
 
 
-@transaction.atomic  # a bundle registers whole or not at all (one oversized file stops it all)
 def path_register(
     *,
     incident: Incident,
@@ -143,14 +144,41 @@ def path_register(
     user: Any = None,
     timezone_name: str = "",
     default_time: dt.datetime | None = None,
+    stage: storage.Stage | None = None,
 ) -> RegisterOutcome:
-    """Register a file, a bundle directory or an archive (.zip / .tar.gz) as artifacts."""
-    path = Path(path)
+    """Register a file, a bundle directory or an archive (.zip / .tar.gz) as artifacts, whole
+    or not at all. What is stored is written into ``stage`` (storage.staged), which the caller
+    publishes once its transaction committed; without one, this call stages, commits and
+    publishes itself. Either way a refused registration leaves no file behind."""
+    if stage is not None:
+        return _register(incident, Path(path), user, timezone_name, default_time, stage)
+    with storage.staged() as own:
+        outcome = _register(incident, Path(path), user, timezone_name, default_time, own)
+        own.publish()
+    return outcome
+
+
+@transaction.atomic  # a bundle registers whole or not at all (one oversized file stops it all)
+def _register(
+    incident: Incident,
+    path: Path,
+    user: Any,
+    timezone_name: str,
+    default_time: dt.datetime | None,
+    stage: storage.Stage,
+) -> RegisterOutcome:
     if not path.exists():
         raise IngestError(f"{path}: no such file or directory")
     outcome = RegisterOutcome()
+    # An archive is extracted into the stage; its folder is kept (under bundles/<sha256>) only
+    # when a repository in it is registered, since a repository is read where it is.
+    tree = stage.dir / "tree"
+    kept_tree: Path | None = None
+    kept: Path | None = None  # where the bundle root will be
     if path.is_file() and archives.is_archive(path):
-        path = archives.extract_archive(path, storage.upload_dir(incident) / "bundles")
+        kept_tree = storage.upload_dir(incident) / "bundles" / archives.file_digest(path)
+        path = archives.extract_archive(path, tree)
+        kept = kept_tree / path.relative_to(tree)
     if path.is_dir():
         outcome.settings = read_bundle_settings(path)
     options: dict[str, Any] = {}
@@ -169,7 +197,12 @@ def path_register(
     if path.is_file():
         _add(
             storage.artifact_register_file(
-                incident=incident, name=path.name, path=path, options=options, user=user
+                incident=incident,
+                name=path.name,
+                path=path,
+                options=options,
+                user=user,
+                stage=stage,
             )
         )
         return outcome
@@ -182,18 +215,24 @@ def path_register(
         raise IngestError(str(exc)) from None
     for repo in repos:
         name = str(repo.relative_to(path)) if repo != path else repo.name
-        _add(
-            repository_register(
-                incident=incident, path=repo, name=name or path.name, options=options, user=user
-            )
+        artifact, created = repository_register(
+            incident=incident,
+            path=repo,
+            name=name or path.name,
+            options=options,
+            user=user,
+            kept_at=kept / repo.relative_to(path) if kept else None,
         )
+        _add((artifact, created))
+        if created and kept_tree:
+            stage.place(tree, kept_tree)
     for file in files:
         rel = file.relative_to(path)
         if rel.name in IGNORED_NAMES and len(rel.parts) == 1:
             continue
         _add(
             storage.artifact_register_file(
-                incident=incident, name=str(rel), path=file, options=options, user=user
+                incident=incident, name=str(rel), path=file, options=options, user=user, stage=stage
             )
         )
     return outcome

@@ -12,23 +12,24 @@ import zoneinfo
 from pathlib import Path
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 
 from evidence.vocabulary import EventKind, Scope, Source
 from ingest import checks, loaders, sniff, streaming
 from ingest.clients import git as git_client
-from ingest.parsers import gitlog
+from ingest.parsers import gitcommits
 from ingest.parsers.configfiles import diff_settings
 from ingest.parsers.series import mark_origins
 from ingest.parsers.types import ParseContext, ParseError, ParseResult, Setting
-from ingest.services import storage
+from ingest.services import clockcheck, storage
 from ingest.services.artifacts import (
     artifact_claim,
     artifact_done,
     artifact_fail,
     artifact_progress,
-    load_error,
+    unexpected_message,
 )
+from timeline import runs
 from timeline.choices import RunStatus
 from timeline.models import Artifact, Event, Incident
 
@@ -51,7 +52,7 @@ def parse_artifact(artifact: Artifact) -> ParseResult:
     ctx = _context(artifact)
     if artifact.kind == sniff.GIT_REPO:
         history = git_client.read_history(Path(artifact.path))
-        result = gitlog.commits_to_result(history.commits, repo=artifact.name, ctx=ctx)
+        result = gitcommits.commits_to_result(history.commits, repo=artifact.name, ctx=ctx)
         result.warnings[:0] = history.warnings
         checks.result_check(result, artifact.name)
         return result
@@ -83,6 +84,8 @@ def result_load(*, artifact: Artifact, result: ParseResult) -> dict[str, Any]:
         samples=samples,
     )
     warnings += result.warnings
+    # server-log times a DST change made ambiguous, against epoch-stamped metrics
+    warnings += clockcheck.check(incident, result)
     for path in sorted({e.attrs["path"] for e in result.events if e.attrs.get("state")}):
         added, notes = doc_states_chain(incident=incident, path=path)
         changes += added
@@ -156,10 +159,26 @@ def _revision_settings(event: Event) -> list[Setting]:
 
 
 def artifact_ingest(*, artifact_id: int) -> Artifact:
-    """Parse and load one artifact in one transaction; idempotent (done rows are left alone)."""
-    if not artifact_claim(artifact_id=artifact_id):
+    """Parse and load one artifact in one transaction; idempotent (done rows are left alone).
+
+    Whatever stops the load, its row ends done or failed, never running: a bad file names its
+    line, any other error its kind (with the traceback in the log). Only a lost database
+    connection leaves the row claimed, for the task's retry (or the reaper) to run again."""
+    worker = runs.worker_id()
+    if not artifact_claim(artifact_id=artifact_id, worker=worker):
         return Artifact.objects.get(pk=artifact_id)
     artifact = Artifact.objects.select_related("incident").get(pk=artifact_id)
+    with runs.Heartbeat("timeline_artifact", artifact.pk, worker):
+        try:
+            return _ingest(artifact)
+        except OperationalError:
+            raise  # the database went away: nothing was written, the retry loads it again
+        except Exception as exc:  # the load's transaction rolled back: say why on the row
+            log.exception("loading %s (artifact %s) failed", artifact.name, artifact.pk)
+            return artifact_fail(artifact=artifact, message=unexpected_message(artifact.name, exc))
+
+
+def _ingest(artifact: Artifact) -> Artifact:
     started = time.monotonic()
     if artifact.kind == sniff.KIND_PROMETHEUS_TEXT and artifact.size >= streaming.STREAM_MIN_BYTES:
         streamed = _ingest_streaming(artifact, started)
@@ -172,19 +191,14 @@ def artifact_ingest(*, artifact_id: int) -> Artifact:
         return artifact_fail(artifact=artifact, message=message)
     artifact_progress(artifact_id=artifact.pk, progress=0.5)
     parse_s = time.monotonic() - started
-    try:
-        with transaction.atomic():
-            locked = _lock_for_load(artifact)
-            if locked.status == RunStatus.DONE:
-                return locked
-            counts = result_load(artifact=locked, result=result)
-            counts["parse_seconds"] = round(parse_s, 3)
-            counts["seconds"] = round(time.monotonic() - started, 3)
-            artifact_done(artifact=locked, counts=counts, kind=result.kind)
-    except Exception as exc:  # the transaction rolled back: record why, then re-raise
-        log.exception("loading %s failed", artifact.name)
-        artifact_fail(artifact=artifact, message=load_error(artifact.name, exc))
-        raise
+    with transaction.atomic():
+        locked = _lock_for_load(artifact)
+        if locked.status == RunStatus.DONE:
+            return locked
+        counts = result_load(artifact=locked, result=result)
+        counts["parse_seconds"] = round(parse_s, 3)
+        counts["seconds"] = round(time.monotonic() - started, 3)
+        artifact_done(artifact=locked, counts=counts, kind=result.kind)
     return locked
 
 
@@ -225,6 +239,7 @@ def _ingest_streaming(artifact: Artifact, started: float) -> Artifact | None:
             warnings = loaders.load_warnings(
                 events=loaders.LoadedEvents(), changes_given=0, changes_added=0, samples=samples
             )
+            warnings += clockcheck.check(locked.incident, None)
             counts = {
                 "events": 0,
                 "config_changes": 0,
@@ -237,8 +252,4 @@ def _ingest_streaming(artifact: Artifact, started: float) -> Artifact | None:
             artifact_done(artifact=locked, counts=counts)
     except _NotStreamed:
         return None
-    except Exception as exc:  # the transaction rolled back: record why, then re-raise
-        log.exception("loading %s failed", artifact.name)
-        artifact_fail(artifact=artifact, message=load_error(artifact.name, exc))
-        raise
     return locked

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -109,16 +108,19 @@ def bundle_ingest(
 ) -> IngestOutcome:
     """Ingest a file, a bundle directory or an archive on this machine. The incident (when
     new), the registration and the bundle's marks commit together or not at all."""
-    with transaction.atomic():  # a refused registration leaves no empty incident behind
-        target, created = _incident_resolve(incident, Path(path), timezone_name)
-        outcome = IngestOutcome(incident=target, incident_created=created)
-        _path_register(
-            outcome,
-            path=Path(path),
-            user=user,
-            timezone_name=timezone_name,
-            default_time=default_time,
-        )
+    with storage.staged() as stage:  # the files reach their place once the rows committed
+        with transaction.atomic():  # a refused registration leaves no empty incident behind
+            target, created = _incident_resolve(incident, Path(path), timezone_name)
+            outcome = IngestOutcome(incident=target, incident_created=created)
+            _path_register(
+                outcome,
+                path=Path(path),
+                user=user,
+                timezone_name=timezone_name,
+                default_time=default_time,
+                stage=stage,
+            )
+        stage.publish()
     return _load(outcome, load=load, analyze=analyze, on_loaded=on_loaded)
 
 
@@ -234,6 +236,7 @@ def _path_register(
     user: Any,
     timezone_name: str = "",
     default_time: dt.datetime | None = None,
+    stage: storage.Stage,
 ) -> None:
     with transaction.atomic():  # the files and the bundle's marks, whole or not at all
         registered = bundles.path_register(
@@ -242,6 +245,7 @@ def _path_register(
             user=user,
             timezone_name=timezone_name,
             default_time=default_time,
+            stage=stage,
         )
         marks = _marks_apply(incident=outcome.incident, settings=registered.settings, user=user)
     for artifact in registered.artifacts:
@@ -250,14 +254,17 @@ def _path_register(
 
 
 def _archive_register(outcome: IngestOutcome, *, upload: Upload, name: str, user: Any) -> None:
-    """An uploaded archive is extracted from a file of its own name (its suffix says how)."""
-    with tempfile.TemporaryDirectory(dir=storage.scratch_dir()) as tmp:
-        archive = Path(tmp) / name
+    """An uploaded archive is extracted from a file of its own name (its suffix says how), in
+    a stage under UPLOAD_ROOT: refused, it leaves nothing on disk."""
+    with storage.staged() as stage:
+        archive = stage.dir / "upload" / name
+        archive.parent.mkdir()
         if upload.path is not None:
             shutil.copyfile(upload.path, archive)
         else:
             archive.write_bytes(upload.data or b"")
-        _path_register(outcome, path=archive, user=user)
+        _path_register(outcome, path=archive, user=user, stage=stage)
+        stage.publish()
 
 
 def _marks_apply(*, incident: Incident, settings: bundles.BundleSettings, user: Any) -> list[str]:

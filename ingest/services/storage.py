@@ -7,9 +7,12 @@ artifact (unique sha256 per incident).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import shutil
 import tempfile
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -34,11 +37,50 @@ def upload_dir(incident: Incident) -> Path:
     return target
 
 
-def scratch_dir() -> Path:
-    """A folder under UPLOAD_ROOT for uploads on their way (archives being extracted)."""
-    root = Path(settings.UPLOAD_ROOT) / ".tmp"
+STAGE_PREFIX = ".tmp-"
+
+
+class Stage:
+    """The files of one registration, written into a folder of its own under UPLOAD_ROOT
+    (``.tmp-<random>``) and moved into place by publish() once the rows that point at them have
+    committed. ``staged()`` removes the folder whatever happens: a registration that fails
+    leaves nothing on disk."""
+
+    def __init__(self, folder: Path) -> None:
+        self.dir = folder
+        self._moves: dict[Path, Path] = {}  # final place -> staged copy
+
+    def temp_file(self) -> Path:
+        return _temp_file(self.dir)
+
+    def place(self, staged: Path, final: Path) -> None:
+        """Move ``staged`` to ``final`` on publish (a file, or a folder kept whole)."""
+        self._moves.setdefault(final, staged)
+
+    def planned(self, final: Path) -> bool:
+        return final in self._moves
+
+    def publish(self) -> None:
+        """Call once the registration committed. What is stored already (the same bytes) is
+        left as it is."""
+        for final, staged in self._moves.items():
+            if not final.exists():
+                final.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(staged, final)
+        self._moves.clear()
+
+
+@contextlib.contextmanager
+def staged() -> Iterator[Stage]:
+    """``with staged() as stage:`` register with ``stage``, commit, then ``stage.publish()``;
+    the stage's folder is removed on the way out, on success as on any failure."""
+    root = Path(settings.UPLOAD_ROOT).resolve()
     root.mkdir(parents=True, exist_ok=True)
-    return root
+    stage = Stage(Path(tempfile.mkdtemp(prefix=STAGE_PREFIX, dir=root)))
+    try:
+        yield stage
+    finally:
+        shutil.rmtree(stage.dir, ignore_errors=True)
 
 
 def stored_path(artifact: Artifact) -> Path:
@@ -61,14 +103,16 @@ def artifact_register_bytes(
     data: bytes,
     options: dict[str, Any] | None = None,
     user: Any = None,
+    stage: Stage | None = None,
 ) -> tuple[Artifact, bool]:
-    """Store the bytes under the incident's upload folder and register them (once per sha256).
+    """Store the bytes under the incident's upload folder and register them (once per sha256);
+    with a ``stage``, they reach that folder when the stage is published.
 
     Big files are written while they are hashed (both leave the GIL: ~0.5 s saved on 500 MiB);
     the written copy is dropped when the same bytes turn out to be stored already."""
     size_check(name, len(data))
     folder = upload_dir(incident)
-    tmp = _temp_file(folder)
+    tmp = stage.temp_file() if stage else _temp_file(folder)
     try:
         if len(data) >= PARALLEL_STORE_BYTES:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="store") as pool:
@@ -82,7 +126,16 @@ def artifact_register_bytes(
         tmp.unlink(missing_ok=True)
         raise
     return _keep_and_register(
-        incident, folder, tmp, name, digest, len(data), data[: sniff.HEAD_BYTES], options, user
+        incident,
+        folder,
+        tmp,
+        name,
+        digest,
+        len(data),
+        data[: sniff.HEAD_BYTES],
+        options,
+        user,
+        stage,
     )
 
 
@@ -93,6 +146,7 @@ def artifact_register_file(
     path: Path,
     options: dict[str, Any] | None = None,
     user: Any = None,
+    stage: Stage | None = None,
 ) -> tuple[Artifact, bool]:
     """Like artifact_register_bytes for a file on disk: hashed while it is copied, in chunks,
     so registering never holds the whole file in memory."""
@@ -101,7 +155,7 @@ def artifact_register_file(
     hasher = hashlib.sha256()
     size = 0
     head = b""
-    tmp = _temp_file(folder)
+    tmp = stage.temp_file() if stage else _temp_file(folder)
     with open(tmp, "wb") as out:
         try:
             with open(path, "rb") as src:
@@ -116,7 +170,7 @@ def artifact_register_file(
             tmp.unlink(missing_ok=True)
             raise
     return _keep_and_register(
-        incident, folder, tmp, name, hasher.hexdigest(), size, head, options, user
+        incident, folder, tmp, name, hasher.hexdigest(), size, head, options, user, stage
     )
 
 
@@ -136,15 +190,19 @@ def _keep_and_register(
     head: bytes,
     options: dict[str, Any] | None,
     user: Any,
+    stage: Stage | None,
 ) -> tuple[Artifact, bool]:
     """Move a written copy to its digest's name and register it, or return the artifact that
     holds these bytes already (the copy is dropped then, as it is when the file is stored
     already). Unrecognised files are recorded as failed with the reason, not guessed."""
     existing = Artifact.objects.filter(incident=incident, sha256=digest).first()
-    if existing is not None or (folder / digest).exists():
+    final = folder / digest
+    if existing is not None or final.exists() or (stage and stage.planned(final)):
         tmp.unlink(missing_ok=True)
+    elif stage is not None:
+        stage.place(tmp, final)
     else:
-        os.replace(tmp, folder / digest)
+        os.replace(tmp, final)
     if existing is not None:
         return existing, False
     fmt = sniff.sniff(name, head) if size else None

@@ -88,7 +88,19 @@ def test_operator_marks_override_both_moments():
 def test_result_to_json_has_exactly_the_documented_shape_and_is_serialisable():
     data = result_to_json(analyze(story_inputs()), "dsv4-wedge")
 
-    assert set(data) == {"incident", "first_bad", "last_good", "suspects", "excluded", "ruled_out"}
+    assert set(data) == {
+        "incident",
+        "first_bad",
+        "last_good",
+        "suspects",
+        "excluded",
+        "ruled_out",
+        "bisect",
+        "drift",
+        "restarts",
+    }
+    # Without server starts there is no live story: the lists are empty, suspects carry no "live".
+    assert data["bisect"] == data["drift"] == data["restarts"] == []
     assert set(data["suspects"][0]) == {"key", "old", "new", "at", "score", "sources", "reasons"}
     assert set(data["excluded"][0]) == {"key", "old", "new", "at", "reason"}
     assert set(data["ruled_out"][0]) == {"hypothesis", "evidence"}

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.correlation.story import story_inputs
-from timeline.correlation import engine, relevance, suspects, symptoms
+from timeline.correlation import engine, relevance, suspects, symptoms, verdicts
 from timeline.correlation.engine import analyze
 from timeline.correlation.types import Params
 from timeline.correlation.weights import WEIGHTS_VERSION, weights, weights_digest
@@ -21,6 +21,7 @@ from timeline.correlation.weights import WEIGHTS_VERSION, weights, weights_diges
 # WEIGHTS_VERSION and add a line with the new hash.
 RELEASED = {
     1: "8de0adf6339fabaec7df0aca18e175c269d3a48981eedf8f0369f174808aec42",
+    2: "f8b643bdf34ee99e1a9d39902ee220e58530a8ad3007ad7ee0169e2ad6f0a7f5",
 }
 
 
@@ -110,3 +111,19 @@ def test_the_recorded_weights_are_the_ones_the_score_is_made_of(monkeypatch):
     assert after.change.key == before.change.key
     assert after.score == pytest.approx(before.score + 2.0)
     assert weights()["suspect_points"]["new_key"] == suspects.NEW_KEY_POINTS
+
+
+LIVE_CONSTANTS = sorted(
+    name
+    for name, value in vars(verdicts).items()
+    if name.isupper() and not name.startswith("_") and isinstance(value, int | float | dict)
+)
+
+
+@pytest.mark.parametrize("name", LIVE_CONSTANTS)
+def test_changing_any_live_evidence_constant_changes_the_hash(monkeypatch, name):
+    before = weights_digest(weights())
+
+    monkeypatch.setattr(verdicts, name, _bumped(getattr(verdicts, name)))
+
+    assert weights_digest(weights()) != before

@@ -174,3 +174,42 @@ def test_big_bytes_are_hashed_while_written_and_stored_once(team, monkeypatch):
     folder = storage.upload_dir(incident)
     assert sorted(p.name for p in folder.iterdir()) == [first.sha256]  # no .part left
     assert (folder / first.sha256).read_bytes() == data
+
+
+@pytest.mark.django_db
+def test_a_streamed_bare_scrape_keeps_the_file_as_origin_like_the_whole_file_path(
+    team, small_parts
+):
+    """Two exporters' bare scrapes (no timestamps, no instance/job) given one time: the
+    streamed path names each unlabelled series by its file, as the whole-file path does, so
+    neither exporter's samples are merged away."""
+    import datetime as dt
+
+    at = dt.datetime(2026, 11, 20, 8, 0, tzinfo=dt.UTC)
+
+    def scrape(goroutines: int) -> bytes:
+        lines = ["# TYPE go_goroutines gauge", f"go_goroutines {goroutines}"]
+        lines += [f'node_cpu_seconds_total{{cpu="{c}",instance="n1"}} {c}.5' for c in range(4000)]
+        return ("\n".join(lines) + "\n").encode()
+
+    incident = incident_create(team=team, title="scrapes")
+    outcomes = []
+    for name, value in (("node.prom", 11), ("prom_self.prom", 42)):
+        artifact, _ = storage.artifact_register_bytes(
+            incident=incident,
+            name=name,
+            data=scrape(value),
+            options={"default_time": at.isoformat()},
+        )
+        outcomes.append(loading.artifact_ingest(artifact_id=artifact.pk))
+    for done in outcomes:
+        assert done.status == RunStatus.DONE, done.error
+        assert done.counts["streamed"] is True
+    series = Series.objects.filter(incident=incident, name="go_goroutines").order_by("origin")
+    assert [s.origin for s in series] == ["node.prom", "prom_self.prom"]
+    stored = reader.samples_read([s.pk for s in series])
+    assert sorted(v.tolist()[0] for _, v in stored.values()) == [11.0, 42.0]
+    # A series that names its target keeps no origin: both files' samples are one history.
+    cpu0 = Series.objects.get(incident=incident, name="node_cpu_seconds_total", labels__cpu="0")
+    assert cpu0.origin == ""
+    assert outcomes[1].counts["samples"] == 1  # the second file's targeted samples were stored

@@ -8,14 +8,8 @@ from pathlib import Path
 import pytest
 
 from evidence.vocabulary import EventKind, Lane, Source
-from ingest.parsers.gitlog import (
-    CommitInfo,
-    FileStat,
-    commits_to_result,
-    looks_like_git_log_text,
-    parse_git_log,
-    parse_git_log_text,
-)
+from ingest.parsers.gitcommits import CommitInfo, FileStat, commits_to_result
+from ingest.parsers.gitlog import looks_like_git_log_text, parse_git_log, parse_git_log_text
 from ingest.parsers.types import (
     ParseContext,
     ParseError,

@@ -317,12 +317,15 @@ def test_a_nul_in_help_or_a_label_value_is_text() -> None:
     assert result.samples[0].key.labels == (("a", "\0"),)
 
 
-def test_a_timestamp_past_the_year_9999_is_refused_though_openmetrics_allows_it() -> None:
-    # Valid OpenMetrics (the official suite parses 12345678901234567890.1), but the timeline
-    # holds the years 1 to 9999 only, and a file is written whole or not at all.
-    error = refused(om("jobs 1 1795218000", "other 1 12345678901234567890.1"))
-    assert error.line == 2
-    assert "outside the years 1 to 9999" in error.message
+def test_a_timestamp_past_the_year_9999_parses_and_its_sample_is_dropped_with_a_warning() -> None:
+    # Valid OpenMetrics (the official suite parses 12345678901234567890.1), so the file is
+    # accepted; the timeline holds the years 1 to 9999 only, so that one sample is dropped and
+    # counted in a warning (it was refused before, the suite's one wrong case).
+    result = parse(om("jobs 1 1795218000", "other 1 12345678901234567890.1"))
+    assert points(result) == {("jobs", ()): [(1795218000000, "1.0")]}
+    (warning,) = result.warnings
+    assert warning.startswith("scrape.om:2: 1 sample(s) dropped")
+    assert "other (line 2)" in warning
 
 
 # --- metrics, points and timestamps --------------------------------------------------------------

@@ -63,8 +63,8 @@ def as_points(result: ParseResult) -> dict[tuple[str, tuple[tuple[str, str], ...
 def careful(data: bytes, ctx: ParseContext, openmetrics: bool = False) -> ParseResult:
     """Run only the line-by-line reference path."""
     registry, meta = Registry(), Meta()
-    ts_cols, val_cols = parse_careful(data, ctx, openmetrics, registry, meta)
-    result = ParseResult(kind="prometheus_text")
+    ts_cols, val_cols, warnings = parse_careful(data, ctx, openmetrics, registry, meta)
+    result = ParseResult(kind="prometheus_text", warnings=warnings)
     for key, ts, vals in zip(registry.keys, ts_cols, val_cols, strict=True):
         block = SampleBlock(key=key, ts_ms=ts, values=vals)
         meta.fill(block, default_type(openmetrics=openmetrics))

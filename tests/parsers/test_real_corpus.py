@@ -162,6 +162,43 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
         0,
         "Received sigquit from a child process. It usually means the child failed.",
     ),
+    # Server starts (issue 13): two launches that each went down on a scheduler exception and
+    # the child's SIGQUIT (8 TP ranks each), an OOM at start-up, a start that came up ready, a
+    # watchdog timeout. Errors come first, then the starts.
+    "sglang/glm5_rocm_two_launches_sigquit.log": (
+        "sglang_log",
+        {"log_error": 26, "server_start": 2, "log_span": 1},
+        0,
+        0,
+        0,
+        "Scheduler hit an exception: TypeError: cannot unpack non-iterable ForwardMetadata object",
+    ),
+    "sglang/glm5_rocm_hip_oom.log": (
+        "sglang_log",
+        {"log_error": 12, "server_start": 1, "log_span": 1},
+        0,
+        0,
+        0,
+        # titles are cut at 120 characters
+        "Scheduler hit an exception: torch.OutOfMemoryError: HIP out of memory. Tried to allocate "
+        "12.00 GiB. GPU 3 has a total ca",
+    ),
+    "sglang/llms_in_clouds_qwq32b_start_ready.log": (
+        "sglang_log",
+        {"server_start": 1, "log_span": 1},
+        3,
+        3,
+        0,
+        "Server start (pid 3207): 107 args",
+    ),
+    "sglang/issue5034_watchdog_timeout.log": (
+        "sglang_log",
+        {"log_error": 2, "log_span": 1},
+        0,
+        0,
+        0,
+        "Watchdog timeout (self.watchdog_timeout=300)",
+    ),
     "sglang/issue12827_bracketed_iso_prefix.log": (
         "sglang_log",
         {"log_error": 1, "log_span": 1},

@@ -166,18 +166,18 @@ def _raises_at(line: int, needle: str, parse: object, data: bytes, ctx: ParseCon
     assert needle in caught.value.message, caught.value
 
 
-def test_a_server_log_line_in_the_repeated_hour_is_refused_at_its_line() -> None:
+def test_a_server_log_line_in_the_repeated_hour_is_read_from_the_order_of_lines() -> None:
+    # Issue 13: a server log's time never goes back, so its lines say which pass of the
+    # repeated hour they are in (tests/parsers/test_logclock.py); it is no longer refused.
     log = b"[2026-11-01 00:59:58] Decode batch. #running-req: 1\n[2026-11-01 01:00:03] x\n"
-    _raises_at(
-        2,
-        "happens twice in America/Los_Angeles",
-        parse_sglang_log,
-        log,
-        ParseContext("s.log", tz=LA),
-    )
+    result = parse_sglang_log(log, ParseContext("s.log", tz=LA))
+    # nothing went back, so 01:00:03 is the first pass (still daylight time, UTC-07:00)
+    assert result.events[-1].ends_at == dt.datetime(2026, 11, 1, 8, 0, 3, tzinfo=UTC)
+    assert "read from the order of the lines as its first pass" in result.warnings[0]
     # With the zone the log was written in, UTC, the same lines are plain times.
     result = parse_sglang_log(log, ParseContext("s.log", tz=UTC))
     assert result.events[-1].ends_at == dt.datetime(2026, 11, 1, 1, 0, 3, tzinfo=UTC)
+    assert result.warnings == []
 
 
 def test_an_nvidia_smi_row_in_the_skipped_hour_is_refused_at_its_line() -> None:
@@ -239,12 +239,20 @@ def test_a_naive_default_time_is_read_in_the_bundle_zone_by_every_parser() -> No
     assert parse_exposition(prom, ctx).samples[0].ts_ms[0] == to_epoch_ms(expected)
 
 
-def test_a_prometheus_timestamp_past_the_year_9999_is_a_parse_error_at_its_line() -> None:
-    # It used to escape as an OverflowError and leave the artifact running.
+def test_a_prometheus_timestamp_past_the_year_9999_is_dropped_with_a_warning_at_its_line() -> None:
+    # It used to escape as an OverflowError and leave the artifact running; then it refused the
+    # file. Neither format bounds a timestamp (the official OpenMetrics suite says such a file
+    # parses, issue 18), so the file loads and the sample the timeline cannot place is dropped,
+    # counted in a warning naming its line.
     data = b"up 1 1795218000000\nup 1 99999999999999999999\n"
-    _raises_at(2, "outside the years 1 to 9999", parse_exposition, data, ParseContext("m.prom"))
+    result = parse_exposition(data, ParseContext("m.prom"))
+    assert [list(b.ts_ms) for b in result.samples] == [[1795218000000]]
+    assert result.warnings[0].startswith("m.prom:2: 1 sample(s) dropped")
+    assert "outside the years 1 to 9999" in result.warnings[0]
     om = b"up 1 1795218000\nup 1 1e300\n# EOF\n"
-    _raises_at(2, "outside the years 1 to 9999", parse_exposition, om, ParseContext("m.om"))
+    result = parse_exposition(om, ParseContext("m.om"))
+    assert [list(b.ts_ms) for b in result.samples] == [[1795218000000]]
+    assert result.warnings[0].startswith("m.om:2: 1 sample(s) dropped")
 
 
 def test_a_query_range_time_past_the_year_9999_is_a_parse_error() -> None:

@@ -27,6 +27,7 @@ import pytest
 from ingest.services import bundles, loading
 from ingest.tasks import ingest_artifact
 from tests.conftest import ARTIFACTS, ROOT, Worker, _test_database_url, wait_for
+from tests.reliability import figures
 from tests.reliability.helpers import row_counts, stored_samples
 from tests.reliability.own_services import OwnRedis, broker_at, free_port, port_answers
 from timeline.choices import RunStatus
@@ -143,6 +144,12 @@ def test_worker_killed_mid_ingest_redoes_it_once_after_restart(fault_env, incide
     artifact.refresh_from_db()
     assert artifact.counts["samples"] == SERIES * STEPS and artifact.error == ""
     assert _succeeded([first, second], result.id) == 1
+    figures.record(
+        "worker SIGKILLed mid-load (redelivered)",
+        survived=True,
+        rows_ingested=distinct,
+        rows_lost=SERIES * STEPS - distinct,
+    )
 
 
 @pytest.mark.worker
@@ -182,6 +189,9 @@ def test_worker_killed_mid_analysis_finishes_it_once_after_restart(fault_env, in
     logs = (first.log.read_text() + second.log.read_text()).splitlines()
     done = [x for x in logs if "timeline.analyze_incident[" in x and "succeeded" in x]
     assert len(done) == 1, done  # delivered twice, completed once
+    figures.record(
+        "worker SIGKILLed mid-analysis (redelivered)", survived=True, rows_ingested=len(findings)
+    )
 
 
 def _upload(client, incident: Incident, name: str, data: bytes):
@@ -221,6 +231,7 @@ def test_broker_down_pages_render_and_uploads_say_they_wait(own_redis, client, u
         page = client.post(f"/incidents/{incident.slug}/artifacts/", follow=True)
         assert page.status_code == 200
         assert own_redis.client().llen(queue) == 2
+    figures.record("broker down during uploads", survived=True)
 
 
 # --- Postgres restarted under a running app ------------------------------------------------------
@@ -321,3 +332,4 @@ def test_postgres_restarted_during_a_request_then_the_next_request_succeeds(
 
     assert [_http(page, session) for _ in range(4)] == [200] * 4  # every thread recovers
     assert _http(f"{base}/", session) == 200
+    figures.record("Postgres restarted under a running app", survived=True)

@@ -20,6 +20,14 @@ from timeline.correlation.config_state import (
     state_intervals,
     unmerged_duplicates,
 )
+from timeline.correlation.deployed import drift_lines, transitions
+from timeline.correlation.live import (
+    CRASHES,
+    LiveInterval,
+    build_intervals,
+    cut_by_restart,
+    describe,
+)
 from timeline.correlation.suspects import rank_changes
 from timeline.correlation.symptoms import (
     RUNNING,
@@ -39,12 +47,14 @@ from timeline.correlation.types import (
     Change,
     HarnessRun,
     Inputs,
+    LogSymptom,
     Result,
     RuledOut,
     Suspect,
     Symptom,
 )
-from timeline.correlation.windows import find_first_bad, find_last_good
+from timeline.correlation.verdicts import rank_live
+from timeline.correlation.windows import Moment, find_first_bad, find_last_good
 
 MODEL_QUALITY = "model quality"
 # Passing harness runs in the window needed before model quality is ruled out.
@@ -216,6 +226,9 @@ def _require_aware(inputs: Inputs) -> None:
         named += [(f"log span {span.ref}", span.start), (f"log span {span.ref}", span.end)]
     named += [(f"harness run {run.ref}", run.at) for run in inputs.harness]
     named += [(f"series {s.name}", s.ts[0]) for s in inputs.series if s.ts]
+    for st in inputs.starts:
+        named += [(f"server start {st.ref}", st.at), (f"server start {st.ref}", st.ends_at)]
+    named += [(f"server error {e.ref}", e.at) for e in inputs.errors]
     for what, t in named:
         if t is not None and t.utcoffset() is None:
             raise ValueError(f"{what}: expected an aware UTC datetime, got naive {t.isoformat()}")
@@ -242,23 +255,18 @@ def analyze(inputs: Inputs) -> Result:
         found += find_harness_failures(inputs.harness)
     else:
         warnings.append("no harness results were given: model quality was not assessed")
+    found += [_error_symptom(e) for e in inputs.errors]
     symptoms = sort_symptoms(found)
-    _check_clocks(inputs, symptoms, warnings)
-
-    first = find_first_bad(symptoms, marks)
-    if first.at is None:
-        warnings.append(
-            "no symptom was found: the first bad moment is unknown, so no change is ranked "
-            "as a suspect"
-        )
-    elif marks.first_bad is not None and symptoms and symptoms[0].at < marks.first_bad:
-        warnings.append(
-            f"the operator's first bad mark ({fmt_time(marks.first_bad)}) is later than the "
-            f"earliest symptom ({fmt_time(symptoms[0].at)}: {symptoms[0].title})"
-        )
-
     load: Load | None = load_from_metrics(metrics) or load_from_requests(inputs.requests)
     until = _data_end(inputs, metrics, symptoms)
+    if inputs.starts:
+        live, note = _analyze_live(inputs, merged, symptoms, load, until, list(warnings))
+        if live is not None:
+            return live
+        warnings.extend(note)
+    _check_clocks(inputs, symptoms, warnings)
+
+    first = _first_bad_checked(inputs, symptoms, warnings)
     intervals = state_intervals(merged, until)
     last = find_last_good(intervals, symptoms, load, first.at, marks, params)
     if last.at is None and first.at is not None and merged:
@@ -287,6 +295,111 @@ def analyze(inputs: Inputs) -> Result:
     )
 
 
+def _error_symptom(e: LogSymptom) -> Symptom:
+    return Symptom(e.kind, e.at, None, e.title, (e.ref,))
+
+
+def _first_bad_checked(inputs: Inputs, symptoms: Sequence[Symptom], warnings: list[str]) -> Moment:
+    first = find_first_bad(symptoms, inputs.marks)
+    if first.at is None:
+        warnings.append(
+            "no symptom was found: the first bad moment is unknown, so no change is ranked "
+            "as a suspect"
+        )
+    elif (
+        inputs.marks.first_bad is not None and symptoms and symptoms[0].at < inputs.marks.first_bad
+    ):
+        warnings.append(
+            f"the operator's first bad mark ({fmt_time(inputs.marks.first_bad)}) is later than "
+            f"the earliest symptom ({fmt_time(symptoms[0].at)}: {symptoms[0].title})"
+        )
+    return first
+
+
+def _analyze_live(
+    inputs: Inputs,
+    merged: Sequence[Change],
+    found: Sequence[Symptom],
+    load: Load | None,
+    until: dt.datetime | None,
+    warnings: list[str],
+) -> tuple[Result | None, list[str]]:
+    """The deploy-aware analysis: what ran, start by start. None (and why) when the starts
+    cannot place the first bad moment: then the recorded changes are ranked as before.
+    """
+    params = inputs.params
+    recorded = [c for c in merged if not all(s.startswith("live:") for s in c.sources)]
+    rough = build_intervals(inputs.starts, recorded, found, inputs.requests, load, until)
+    kept, cut = cut_by_restart(found, inputs.requests, rough, params.request_timeout)
+    symptoms = sort_symptoms(kept)
+    if cut:
+        warnings.append(
+            f"{cut} request(s) never finished because a restart cut them off (received less "
+            f"than {fmt_duration(params.request_timeout)} before the server restarted): not "
+            "counted as dropped"
+        )
+    intervals = build_intervals(inputs.starts, recorded, symptoms, inputs.requests, load, until)
+    first = find_first_bad(symptoms, inputs.marks)
+    if first.at is None:
+        return None, []
+    first = _first_bad_checked(inputs, symptoms, warnings)
+    assert first.at is not None
+    changes, deployments = transitions(intervals, recorded)
+    kind = next((s.kind for s in symptoms if s.at >= first.at), SymptomKind.WEDGE)
+    ranking = rank_live(intervals, changes, deployments, first.at, kind, inputs.marks, params)
+    if isinstance(ranking, str):
+        return None, [ranking]
+    blind = [i for i in intervals if not i.logged_args]
+    if blind:
+        warnings.append(
+            f"{len(blind)} of {len(intervals)} server start(s) logged no ServerArgs line (first: "
+            f"{blind[0].label()}): their configuration is assumed from the doc and commit "
+            "records, each change live from the first start after it"
+        )
+    if load is None:
+        warnings.append(
+            "there is no load data (no running-requests metric and no server log requests): "
+            "no start can be shown to have run cleanly under load"
+        )
+    first_symptom = next((s for s in symptoms if s.at >= first.at), None)
+    if first_symptom is not None and first_symptom.kind in CRASHES:
+        warnings.append(
+            f"the first bad moment is a {str(first_symptom.kind).replace('_', ' ')} "
+            f"({first_symptom.title}): a crash is a symptom, never a cause by itself; the "
+            "suspects are the settings that changed before it"
+        )
+    warnings.extend(ranking.warnings)
+    warnings.extend(_stalled_lines(ranking.bad))
+    need = params.stable_load_min
+    story = [describe(i, intervals[i.index - 1] if i.index else None, need) for i in intervals]
+    last_good = ranking.good.begin if ranking.good is not None else None
+    ruled_out = _rule_out_model_quality(inputs.harness, symptoms, first.at, last_good, warnings)
+    result = Result(
+        first_bad=first.at,
+        first_bad_reason=first.reason,
+        last_good=last_good,
+        last_good_reason=ranking.last_good_reason,
+        symptoms=tuple(symptoms),
+        suspects=tuple(ranking.suspects),
+        excluded=tuple(ranking.excluded),
+        ruled_out=tuple(ruled_out),
+        warnings=tuple(warnings),
+        bisect=tuple(ranking.bisect),
+        drift=tuple(drift_lines(changes, deployments, intervals)),
+        restarts=tuple(story),
+    )
+    return result, []
+
+
+def _stalled_lines(bad: LiveInterval) -> list[str]:
+    if not bad.finished and not bad.stalled:
+        return []
+    return [
+        f"in the interval live at the first bad moment ({bad.label()}) {bad.finished} "
+        f"request(s) finished and {bad.stalled} never did"
+    ]
+
+
 def _iso(t: dt.datetime | None) -> str | None:
     return None if t is None else t.astimezone(dt.UTC).isoformat()
 
@@ -306,6 +419,7 @@ def result_to_json(result: Result, incident: str) -> dict[str, Any]:
                 "score": s.score,
                 "sources": list(s.sources),
                 "reasons": list(s.reasons),
+                **live_json(s),
             }
             for s in result.suspects
         ],
@@ -322,4 +436,29 @@ def result_to_json(result: Result, incident: str) -> dict[str, Any]:
         "ruled_out": [
             {"hypothesis": r.hypothesis, "evidence": list(r.evidence)} for r in result.ruled_out
         ],
+        "bisect": list(result.bisect),
+        "drift": list(result.drift),
+        "restarts": list(result.restarts),
+    }
+
+
+def live_json(s: Suspect) -> dict[str, Any]:
+    """What the server logs showed about a suspect (nothing without server starts)."""
+    live = s.live
+    if live is None:
+        return {}
+    return {
+        "live": {
+            "key": live.key,
+            "before": live.before,
+            "after": live.after,
+            "live_at": _iso(live.live_at),
+            "live_at_text": fmt_time(live.live_at) if live.live_at else "",
+            "live_where": live.live_where,
+            "assumed": live.assumed,
+            "verdict": live.verdict,
+            "evidence_for": list(live.evidence_for),
+            "evidence_against": list(live.evidence_against),
+            "recorded_at": _iso(live.recorded_at),
+        }
     }

@@ -99,10 +99,36 @@ _QUALITY_LOW = frozenset(
     {"log", "logs", "logging", "level", "port", "host", "metrics", "url", "api"}
 )
 
+# Out of memory: what sizes the KV cache, the batches and the CUDA graphs.
+_MEMORY_WORDS = frozenset(
+    {
+        "mem",
+        "memory",
+        "fraction",
+        "static",
+        "kv",
+        "cache",
+        "tokens",
+        "total",
+        "graph",
+        "bs",
+        "batch",
+        "chunked",
+        "prefill",
+        "running",
+        "pool",
+    }
+)
+
 _VOCABULARY: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     SymptomKind.DROPPED_REQUEST: (_STALL_WORDS, _STALL_LOW),
     SymptomKind.WEDGE: (_STALL_WORDS, _STALL_LOW),
     SymptomKind.HARNESS_FAILURE: (_QUALITY_WORDS, _QUALITY_LOW),
+    SymptomKind.STALL: (_STALL_WORDS, _STALL_LOW),
+    SymptomKind.CRASH: (_STALL_WORDS, _STALL_LOW),
+    SymptomKind.WATCHDOG_TIMEOUT: (_STALL_WORDS, _STALL_LOW),
+    SymptomKind.CRASH_LOOP: (_STALL_WORDS, _STALL_LOW),
+    SymptomKind.OOM: (_MEMORY_WORDS, _STALL_LOW),
 }
 
 _SPLIT = re.compile(r"[^a-z0-9]+")

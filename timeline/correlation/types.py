@@ -7,6 +7,7 @@ from (as an int), so the glue can link findings back; the engine treats them as 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from evidence.vocabulary import SymptomKind
@@ -65,6 +66,32 @@ class HarnessRun:
 
 
 @dataclass(frozen=True)
+class ServerStart:
+    """One server start as its log shows it: ``server_args`` maps each ServerArgs field to its
+    value as logged (empty when the log had no ServerArgs line); ``env`` the environment the log
+    printed, if any. ``ends_at`` is the shutdown or the next start (None: still running)."""
+
+    ref: int
+    at: dt.datetime
+    line: int
+    server_args: Mapping[str, str]
+    env: Mapping[str, str] = field(default_factory=dict)
+    ready_at: dt.datetime | None = None
+    ends_at: dt.datetime | None = None
+    where: str = ""  # the log file, for reasons: "server.log"
+
+
+@dataclass(frozen=True)
+class LogSymptom:
+    """A server error the log parser classified as a symptom (crash, watchdog timeout, OOM ...)."""
+
+    ref: int
+    at: dt.datetime
+    kind: SymptomKind
+    title: str
+
+
+@dataclass(frozen=True)
 class Marks:
     """Operator overrides; None means 'work it out'."""
 
@@ -92,6 +119,8 @@ class Inputs:
     log_spans: tuple[LogSpan, ...] = ()
     series: tuple[Series, ...] = ()
     harness: tuple[HarnessRun, ...] = ()
+    starts: tuple[ServerStart, ...] = ()
+    errors: tuple[LogSymptom, ...] = ()
     marks: Marks = Marks()
     params: Params = Params()
 
@@ -106,11 +135,30 @@ class Symptom:
 
 
 @dataclass(frozen=True)
+class LiveFacts:
+    """What the server logs show about a suspect: when its value went live and what ran before
+    and after, and the evidence for and against it, in words."""
+
+    key: str  # the canonical key (ServerArgs field or env var)
+    before: str | None  # the value at last known good
+    after: str | None  # the value live at the first bad moment
+    live_at: dt.datetime | None  # the restart that put ``after`` live (None: live throughout)
+    live_where: str  # "server.log:812" (the ServerArgs line), or "" when assumed
+    assumed: bool  # the value was not logged: read from the recorded changes
+    verdict: str  # "convicted", "open" or "cleared"
+    evidence_for: tuple[str, ...] = ()
+    evidence_against: tuple[str, ...] = ()
+    recorded_at: dt.datetime | None = None  # when a doc/commit recorded it (None: drift)
+    points: float = 0.0  # the score without the name prior: what the evidence alone says
+
+
+@dataclass(frozen=True)
 class Suspect:
     change: Change
     score: float
     reasons: tuple[str, ...]
     sources: tuple[str, ...] = ()
+    live: LiveFacts | None = None
 
 
 @dataclass(frozen=True)
@@ -137,3 +185,7 @@ class Result:
     excluded: tuple[Excluded, ...] = ()
     ruled_out: tuple[RuledOut, ...] = ()
     warnings: tuple[str, ...] = field(default_factory=tuple)  # honest caveats: no metrics, skew ...
+    # From the server starts (empty when no start was logged):
+    bisect: tuple[str, ...] = ()  # the order to revert the suspects the evidence cannot separate
+    drift: tuple[str, ...] = ()  # doc-vs-live: "the doc said X, the server ran Y from 14:05"
+    restarts: tuple[str, ...] = ()  # one line per live interval: when, what changed, load, symptoms

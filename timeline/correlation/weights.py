@@ -17,10 +17,10 @@ import hashlib
 import json
 from typing import Any
 
-from timeline.correlation import engine, relevance, suspects, symptoms
+from timeline.correlation import engine, relevance, suspects, symptoms, verdicts
 from timeline.correlation.types import Params
 
-WEIGHTS_VERSION = 1
+WEIGHTS_VERSION = 2
 
 
 def params_json(params: Params) -> dict[str, float]:
@@ -48,6 +48,14 @@ def weights(params: Params | None = None) -> dict[str, Any]:
             "revert_continued": suspects.REVERT_CONTINUED_POINTS,
             "revert_stopped": suspects.REVERT_STOPPED_POINTS,
             "restore_returned": suspects.RESTORE_RETURNED_POINTS,
+        },
+        "live_points": {
+            "cleared": verdicts.CLEARED_POINTS,
+            "without": verdicts.WITHOUT_POINTS,
+            "reverted": verdicts.REVERTED_POINTS,
+            "restored": verdicts.RESTORED_POINTS,
+            "prior": dict(sorted(verdicts.PRIOR_POINTS.items())),
+            "separation": verdicts.SEPARATION,
         },
         "relevance_words": relevance.word_lists(),
         "thresholds": {

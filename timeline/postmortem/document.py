@@ -80,6 +80,7 @@ def _suspect(f: Finding) -> dict[str, Any]:
         "sources": list(data.get("sources") or []),
         "reasons": list(data.get("reasons") or []),
         "event": f.event_id,
+        "live": data.get("live"),
     }
 
 
@@ -117,6 +118,7 @@ def _change_of(
                     "sources": list(c.sources),
                     "reasons": [],
                     "event": event_id,
+                    "live": None,
                 }
             )
     return out
@@ -158,6 +160,13 @@ def document(incident: Incident) -> dict[str, Any]:
     changes = list(load_changes(incident))
     merged = config_state.merge_changes(changes, Params().same_change_window)
     diff = config_state.diff_states(merged, last_good, first_bad) if last_good and first_bad else []
+    live = sorted(
+        (str(d["key"]), d["live"]["before"], d["live"]["after"])
+        for d in (f.data or {} for f in by_kind.get(FindingKind.SUSPECT, []))
+        if d.get("live")
+    )
+    if live:  # the server logged what ran: compare that, not what the records say
+        diff = live
     suspects = by_kind.get(FindingKind.SUSPECT, [])
     symptoms = by_kind.get(FindingKind.SYMPTOM, [])
     hypotheses = selectors.hypotheses_for(incident)
@@ -265,6 +274,10 @@ def document(incident: Incident) -> dict[str, Any]:
         ],
         "other_hypotheses": [_hypothesis(h) for h in others],
         "config_diff": [{"key": k, "before": a, "after": b} for k, a, b in diff],
+        # From the server starts (issue 13); empty when no start was logged.
+        "bisect": list(result.get("bisect") or []),
+        "drift": list(result.get("drift") or []),
+        "restarts": list(result.get("restarts") or []),
         "action_items": incident.action_items,
     }
 

@@ -54,7 +54,25 @@ def _change_lines(c: dict[str, Any]) -> list[str]:
     ]
     if c["sources"]:
         lines.append(f"  - sources: {', '.join(_code(s) for s in c['sources'])}")
+    live = c.get("live")
+    if live:
+        return lines + _live_lines(live)
     lines += [f"  - {_inline(r)}" for r in c["reasons"]]
+    return lines
+
+
+def _live_lines(live: dict[str, Any]) -> list[str]:
+    """What the server logs showed about a suspect: when it went live, before/after, evidence."""
+    where = f" ({_inline(live['live_where'])})" if live.get("live_where") else ""
+    assumed = " (assumed: the log does not show this setting)" if live.get("assumed") else ""
+    when = live.get("live_at_text") or _when(live.get("live_at"))
+    lines = [
+        f"  - went live: {when}{where}{assumed}",
+        f"  - ran before: {_code(live['before'])}; after: {_code(live['after'])}",
+        f"  - verdict of the evidence: **{_inline(live['verdict'])}**",
+    ]
+    lines += [f"  - for: {_inline(e)}" for e in live.get("evidence_for") or []]
+    lines += [f"  - against: {_inline(e)}" for e in live.get("evidence_against") or []]
     return lines
 
 
@@ -109,6 +127,9 @@ def to_markdown(doc: dict[str, Any]) -> str:
             out += ["", "The analysis' top suspect:", ""] + _change_lines(doc["top_suspect"])
         out.append("")
 
+    if doc.get("bisect"):
+        out += ["Bisect plan:", ""] + [f"- {_inline(b)}" for b in doc["bisect"]] + [""]
+
     out += ["## Hypotheses ruled out", ""]
     if doc["ruled_out"]:
         for h in doc["ruled_out"]:
@@ -145,6 +166,13 @@ def to_markdown(doc: dict[str, Any]) -> str:
         out.append("_No setting differs between the two moments._")
     else:
         out.append("_Last known good or first bad is unknown, so there is nothing to compare._")
+
+    if doc.get("drift"):
+        out += ["", "## Doc vs live", ""]
+        out += [f"- {_inline(d)}" for d in doc["drift"]]
+    if doc.get("restarts"):
+        out += ["", "## Live configuration, start by start", ""]
+        out += [f"- {_inline(r)}" for r in doc["restarts"]]
 
     out += ["", "## Action items", ""]
     out.append(doc["action_items"].strip() or "_None recorded yet._")

@@ -5,7 +5,7 @@ Callers import from here (``from timeline.services import note_add``, ``services
 the modules behind it are free to move.
 """
 
-from timeline.services.audit import audit
+from timeline.services.audit import audit, team_audit
 from timeline.services.common import MAX_TEXT, MAX_TITLE, ServiceError
 from timeline.services.hypotheses import (
     evidence_add,
@@ -38,6 +38,7 @@ __all__ = [
     "ServiceError",
     "analysis_request",
     "audit",
+    "team_audit",
     "evidence_add",
     "evidence_remove",
     "finding_hypothesis_title",

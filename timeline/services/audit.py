@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from timeline.models import AuditEntry, Incident
+from timeline.models import AuditEntry, Incident, Team
 from timeline.services.common import actor_or_none
 
 
@@ -20,6 +20,24 @@ def audit(
     """Record one change; ``data`` holds what changed (``[old, new]`` per field)."""
     AuditEntry.objects.create(
         incident=incident,
+        actor=actor_or_none(actor),
+        action=action,
+        target=target[:200],
+        data=data or {},
+    )
+
+
+def team_audit(
+    *,
+    team: Team,
+    actor: Any,
+    action: str,
+    target: str = "",
+    data: dict[str, Any] | None = None,
+) -> None:
+    """Record one change to a team (its members, admins, API tokens)."""
+    AuditEntry.objects.create(
+        team=team,
         actor=actor_or_none(actor),
         action=action,
         target=target[:200],

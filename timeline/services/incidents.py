@@ -10,6 +10,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 from django.db.models import F
+from django.db.models.functions import Now
 from django.utils.text import slugify
 
 from timeline.choices import IncidentStatus
@@ -67,7 +68,9 @@ def analysis_request(*, incident_id: int) -> int:
 
     Many ingests in a row each ask for a run; every run but the newest finds itself superseded
     and stops at once, so a burst costs one analysis."""
-    Incident.objects.filter(pk=incident_id).update(analysis_version=F("analysis_version") + 1)
+    Incident.objects.filter(pk=incident_id).update(
+        analysis_version=F("analysis_version") + 1, analysis_queued_at=Now()
+    )
     version = Incident.objects.values_list("analysis_version", flat=True).get(pk=incident_id)
 
     def _enqueue() -> None:
@@ -78,10 +81,13 @@ def analysis_request(*, incident_id: int) -> int:
         try:
             analyze_incident.delay(incident_id, version)
         except BrokerError:
-            # The request is recorded (the version was bumped); the page shows the analysis as
-            # pending, and the next request or `manage.py analyze` runs it.
+            # The request is recorded (the version was bumped) but not queued: the page shows
+            # the analysis as pending, and the reaper queues it once the broker answers.
+            Incident.objects.filter(pk=incident_id, analysis_version=version).update(
+                analysis_queued_at=None
+            )
             log.warning(
-                "broker unreachable: analysis v%s of incident %s stays pending",
+                "broker unreachable: analysis v%s of incident %s is queued when it is back",
                 version,
                 incident_id,
             )

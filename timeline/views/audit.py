@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from timeline import access
+from timeline.audit_labels import label_entries
 from timeline.models import AuditEntry
 
 
@@ -18,11 +19,10 @@ def audit_log(request: HttpRequest, slug: str) -> HttpResponse:
     incident = access.incident_for(request.user, slug)
     entries = AuditEntry.objects.filter(incident=incident).select_related("actor")
     page = Paginator(entries.order_by("-at", "-id"), 100).get_page(request.GET.get("page"))
-    for entry in page:
-        entry.rows = [  # type: ignore[attr-defined]
-            (k, _audit_value(v)) for k, v in sorted((entry.data or {}).items())
-        ]
-    return render(request, "timeline/collab/audit.html", {"incident": incident, "page": page})
+    rows = label_entries(incident, list(page), _audit_value)
+    return render(
+        request, "timeline/collab/audit.html", {"incident": incident, "page": page, "rows": rows}
+    )
 
 
 def _audit_value(value: Any) -> str:

@@ -4,23 +4,31 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from typing import Any
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db.models import OuterRef, Subquery
+from django.db.models import Max, OuterRef, Q, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from evidence.vocabulary import EventKind
-from timeline import access, charts, selectors
+from timeline import access, charts, live_config, selectors
 from timeline.analysis import current_analysis
 from timeline.choices import EVENT_KIND_CHOICES, LANE_CHOICES, FindingKind, RunStatus
-from timeline.figure_data import timeline_figure_data, trace_name
+from timeline.figure_data import (
+    MAX_PICKED_SERIES,
+    merged_changes,
+    timeline_figure_data,
+    trace_name,
+)
 from timeline.forms import IncidentForm, parse_utc
 from timeline.markdown import render as md
-from timeline.models import Analysis, Artifact, Event, Finding
+from timeline.models import Analysis, Artifact, Event, Finding, Incident
 from timeline.services import ServiceError, incident_create
+from timeline.verdict import verdict, warning_texts
+from timeline.views.live import incident_version
 
 
 @require_GET
@@ -80,6 +88,7 @@ def incident_timeline(request: HttpRequest, slug: str) -> HttpResponse:
     )
     failed = newest is not None and newest.status == RunStatus.FAILED
     pending = incident.analysis_version > (analysis.version if analysis else 0) and not failed
+    series_names = selectors.series_names(incident)
     return render(
         request,
         "timeline/timeline.html",
@@ -97,14 +106,33 @@ def incident_timeline(request: HttpRequest, slug: str) -> HttpResponse:
             "suspects": by_kind.get(FindingKind.SUSPECT, []),
             "excluded": by_kind.get(FindingKind.EXCLUDED, []),
             "ruled_out": by_kind.get(FindingKind.RULED_OUT, []),
-            "warnings": by_kind.get(FindingKind.WARNING, []),
+            "warnings": warning_texts(incident, by_kind.get(FindingKind.WARNING, [])),
+            "verdict": verdict(analysis, findings),
             "artifacts": artifacts,
             "lanes": LANE_CHOICES,
             "kinds": EVENT_KIND_CHOICES,
-            "series_names": selectors.series_names(incident),
-            "default_panels": [name for name, _ in selectors.DEFAULT_PANELS],
+            "series_names": series_names,
+            "default_panels": picked_panels(request.GET.getlist("series"), series_names),
+            "has_data": bool(artifacts) or Event.objects.filter(incident=incident).exists(),
+            # what the page shows; its script polls for a newer one (timeline/views/live.py)
+            "version": incident_version(incident),
         },
     )
+
+
+def picked_panels(asked: list[str], names: list[str]) -> list[str]:
+    """The metric panels to show: those in the address (a choice survives a reload), else
+    the usual ones the incident holds, else its first custom metrics (never an empty chart
+    for an incident whose metrics are all custom)."""
+    known = set(names)
+    picked = [n for n in asked if n in known][:MAX_PICKED_SERIES]
+    if picked:
+        return picked
+    usual = [name for name, _ in selectors.DEFAULT_PANELS if name in known]
+    return usual or names[:DEFAULT_CUSTOM_PANELS]
+
+
+DEFAULT_CUSTOM_PANELS = 4
 
 
 @require_GET
@@ -160,6 +188,13 @@ def event_detail(request: HttpRequest, slug: str, event_id: int) -> HttpResponse
     change = (
         getattr(event, "config_change", None) if event.kind == EventKind.CONFIG_CHANGE else None
     )
+    start = live_config.start_diff(event) if event.kind == EventKind.SERVER_START else None
+    sources: list[str] = []
+    if change is not None:
+        # The change as the analysis sees it: every source that recorded it.
+        own = f"{change.source}:{change.ref}"
+        merged = [c for c in merged_changes(incident) if c.key == change.key and own in c.sources]
+        sources = list(merged[0].sources) if merged else [own]
     return render(
         request,
         "timeline/_event_detail.html",
@@ -167,10 +202,38 @@ def event_detail(request: HttpRequest, slug: str, event_id: int) -> HttpResponse
             "incident": incident,
             "event": event,
             "change": change,
+            "start": start,
+            "sources": sources,
+            "unfinished": unfinished_request(incident, event),
             "body_html": md(event.body),
             "attrs_json": json.dumps(event.attrs, indent=2, sort_keys=True)[:20000],
         },
     )
+
+
+def unfinished_request(incident: Incident, event: Event) -> dict[str, Any] | None:
+    """For a request that never finished: since when, how long the server kept logging after
+    it, and the analysis' verdict on it (dropped, or still open when the log ended)."""
+    if event.kind != EventKind.REQUEST or event.ends_at is not None:
+        return None
+    log_end = Event.objects.filter(incident=incident, kind=EventKind.LOG_SPAN).aggregate(
+        end=Max("ends_at")
+    )["end"]
+    analysis = current_analysis(incident)
+    finding = (
+        analysis.findings.filter(kind=FindingKind.SYMPTOM)
+        .filter(Q(event_id=event.pk) | Q(data__refs__contains=[event.pk]))
+        .first()
+        if analysis
+        else None
+    )
+    return {
+        "since": event.at,
+        "log_end": log_end,
+        "open_for": log_end - event.at if log_end and log_end > event.at else None,
+        "dropped": finding is not None,
+        "finding": finding,
+    }
 
 
 @require_GET

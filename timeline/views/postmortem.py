@@ -31,3 +31,13 @@ def postmortem_export(request: HttpRequest, slug: str, fmt: str) -> HttpResponse
     response = HttpResponse(body.encode("utf-8"), content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{incident.slug}-postmortem.{ext}"'
     return response
+
+
+@require_GET
+def postmortem_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """The postmortem as a page of the app: the HTML export's document with its scripts and
+    styles loaded from the static files (no inline script: the site's policy applies)."""
+    incident = access.incident_for(request.user, slug)
+    doc = postmortem.document(incident)
+    body = postmortem.to_html(doc, postmortem.figure(incident), inline=False)
+    return HttpResponse(body.encode("utf-8"), content_type="text/html; charset=utf-8")

@@ -56,7 +56,8 @@ def _stamps(tokens: tuple[str, ...] | list[str], openmetrics: bool) -> npt.NDArr
 
 def _stamps_direct(tokens: tuple[str, ...] | list[str], openmetrics: bool) -> npt.NDArray[np.int64]:
     if openmetrics:
-        scaled = np.rint(_numbers(tokens, float) * 1000.0)  # NaN and Inf fail the range check
+        with np.errstate(over="ignore", invalid="ignore"):  # NaN, Inf fail the range check
+            scaled = np.rint(_numbers(tokens, float) * 1000.0)
     else:
         scaled = _numbers(tokens, int)
     if not ((scaled >= MIN_MS) & (scaled <= MAX_MS)).all():

@@ -16,6 +16,7 @@ from .chunks import raw_chunks
 from .grammar import (
     Meta,
     Registry,
+    Unplaced,
     default_ms,
     no_timestamp,
     parse_timestamp,
@@ -36,8 +37,10 @@ def _chunks(data: bytes, file: str) -> Iterator[tuple[int, list[str]]]:
 
 def parse_careful(
     data: bytes, ctx: ParseContext, openmetrics: bool, registry: Registry, meta: Meta
-) -> tuple[list[array[int]], list[array[float]]]:
-    """Per series (by registry id), its timestamps and values; the metadata into ``meta``.
+) -> tuple[list[array[int]], list[array[float]], list[str]]:
+    """Per series (by registry id), its timestamps and values, and the warnings; the metadata
+    into ``meta``. A sample whose timestamp the timeline cannot place is dropped and counted
+    in the warnings (:class:`~.grammar.Unplaced`); its series may be left without samples.
 
     OpenMetrics is read by :func:`~.openmetrics.parse_openmetrics_careful` (its rules are
     stricter); this reads the text format.
@@ -48,13 +51,14 @@ def parse_careful(
             meta.type.setdefault(family.name, family.type)
             meta.help.setdefault(family.name, family.help)
             meta.unit.setdefault(family.name, family.unit)
-        return got.ts_cols, got.val_cols
+        return got.ts_cols, got.val_cols, got.warnings
     file = ctx.name
     by_text = registry.by_text
     keys = registry.keys
     ts_cols: list[array[int]] = []
     val_cols: list[array[float]] = []
     fallback_ms = default_ms(ctx)
+    unplaced = Unplaced()
     for first, lines in _chunks(data, file):
         for lineno, raw in enumerate(lines, first):
             line = raw.strip()
@@ -92,7 +96,11 @@ def parse_careful(
                 )
             value = parse_value(tokens[0], key, file, lineno)
             if len(tokens) == 2:
-                ts = parse_timestamp(tokens[1], key, openmetrics, file, lineno)
+                placed = parse_timestamp(tokens[1], key, openmetrics, file, lineno)
+                if placed is None:
+                    unplaced.add(key, lineno)
+                    continue
+                ts = placed
             elif fallback_ms is None:
                 raise no_timestamp(key, file, lineno)
             else:
@@ -102,4 +110,4 @@ def parse_careful(
                 check_order(file, lineno, key, col[-1], ts)
             col.append(ts)
             val_cols[sid].append(value)
-    return ts_cols, val_cols
+    return ts_cols, val_cols, unplaced.warnings(file)

@@ -1,7 +1,11 @@
 """Prometheus text format 0.0.4 and OpenMetrics 1.0 exposition: the entry point.
 
 Pure: bytes in, :class:`ParseResult` out. Every timestamp becomes milliseconds since the epoch
-(UTC) and must fall in the years 1 to 9999; a sample without one takes ``ctx.default_time``.
+(UTC); a sample without one takes ``ctx.default_time``. Neither format bounds a timestamp, so in
+both a sample whose timestamp falls outside the years 1 to 9999 (what Python's datetime and
+Postgres hold) is valid but cannot be placed on the timeline: it is dropped, the file still
+parses, and one warning counts such samples and names their series and first lines
+(:class:`~.grammar.Unplaced`). A series left without samples by that is not returned.
 
 Which format a file is: the caller may say (``parse_exposition(..., openmetrics=True)``, e.g.
 from a content type ``application/openmetrics-text``); otherwise a file is OpenMetrics when its
@@ -24,8 +28,10 @@ of concatenated scrapes need:
   ``=`` and ``,`` and a trailing comma; label values escape ``\\``, ``\"`` and ``\n`` only
   (another escape is an error, as in Prometheus);
 * the value and the optional timestamp follow after runs of blanks; a value is a float (``NaN``,
-  ``+Inf``, ``-Inf``; no ``_``), a timestamp integer milliseconds; anything after a ``#`` on a
-  sample line is ignored;
+  ``+Inf``, ``-Inf``; no ``_``), a timestamp integer milliseconds of any size (Prometheus
+  itself skips and counts a sample out of its time bounds rather than refusing the scrape;
+  here it is dropped with the warning above); anything after a ``#`` on a sample line is
+  ignored;
 * families, series and scrapes may interleave freely; no type-specific rule is checked (a
   negative counter loads); an undeclared family is ``untyped``;
 * within one series timestamps strictly increase in file order: a repeat is a duplicate sample
@@ -86,11 +92,14 @@ def parse_exposition(
     with gc_paused():
         try:
             ts_cols, val_cols = parse_bulk(data, ctx, False, registry, meta)
+            warnings: list[str] = []
         except Bail:
             registry, meta = Registry(), Meta()
-            ts_cols, val_cols = parse_careful(data, ctx, False, registry, meta)
-    result = ParseResult(kind=KIND_EXPOSITION)
+            ts_cols, val_cols, warnings = parse_careful(data, ctx, False, registry, meta)
+    result = ParseResult(kind=KIND_EXPOSITION, warnings=warnings)
     for key, ts_col, val_col in zip(registry.keys, ts_cols, val_cols, strict=True):
+        if not ts_col:
+            continue  # every sample of the series was dropped (see the module docstring)
         block = SampleBlock(key=key, ts_ms=ts_col, values=val_col)
         meta.fill(block, default_type(openmetrics=False))
         result.samples.append(block)
@@ -111,6 +120,8 @@ def _parse_openmetrics(data: bytes, ctx: ParseContext) -> ParseResult:
     for key, ts_col, val_col, family in zip(
         registry.keys, cols.ts_cols, cols.val_cols, cols.families, strict=True
     ):
+        if not ts_col:
+            continue  # every sample of the series was dropped (see the module docstring)
         result.samples.append(
             SampleBlock(
                 key=key,

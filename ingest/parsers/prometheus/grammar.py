@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, field
 
 from ..series import series_repr
-from ..timestamps import TimeError, default_time, epoch_ms, to_epoch_ms
+from ..timestamps import EpochUnit, TimeError, default_time, epoch_ms, to_epoch_ms
 from ..types import ParseContext, ParseError, SampleBlock, SeriesKey
 
 _METRIC_NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
@@ -285,12 +286,11 @@ def _got(token: str) -> str:
 def om_seconds(
     token: str, key: SeriesKey, file: str, line: int, *, exemplar: bool = False
 ) -> float:
-    """An OpenMetrics timestamp (of the sample of ``key``, or of its exemplar): a finite real
-    number of seconds."""
+    """An OpenMetrics timestamp (of the sample of ``key``, or of its exemplar): a real number of
+    seconds. One spelled with more digits than a float64 holds is valid and comes back as an
+    infinity (no time: :func:`placed_ms` says so); ``Inf`` and ``NaN`` are no timestamps."""
     if OM_REAL_RE.fullmatch(token):
-        value = float(token)
-        if math.isfinite(value):
-            return value
+        return float(token)
     what = "of the exemplar of" if exemplar else "for"
     raise ParseError(
         file,
@@ -317,25 +317,70 @@ def parse_value(token: str, key: SeriesKey, file: str, line: int) -> float:
         ) from None
 
 
-def parse_timestamp(token: str, key: SeriesKey, openmetrics: bool, file: str, line: int) -> int:
-    number: int | float
+def parse_timestamp(
+    token: str, key: SeriesKey, openmetrics: bool, file: str, line: int
+) -> int | None:
+    """A sample's timestamp in milliseconds, or None for a valid one the timeline cannot place
+    (outside the years 1 to 9999, see :class:`Unplaced`); a :class:`ParseError` for a token
+    that is no timestamp."""
+    if openmetrics:
+        return placed_ms(om_seconds(token, key, file, line), "s")
     try:
         if "_" in token:
             raise ValueError(token)
-        number = float(token) if openmetrics else int(token)
-        if isinstance(number, float) and not math.isfinite(number):
-            raise ValueError(token)
+        number = int(token)
     except ValueError:
-        unit = "seconds (OpenMetrics)" if openmetrics else "integer milliseconds"
+        if _INTEGER_RE.fullmatch(token):
+            return None  # more digits than int() reads (4,300): no time either
         raise ParseError(
             file,
             line,
-            f"bad timestamp for {series_repr(key)}: expected {unit}, got {token!r}",
+            f"bad timestamp for {series_repr(key)}: expected integer milliseconds, "
+            f"got {_shown(token)}",
         ) from None
+    return placed_ms(number, "ms")
+
+
+_INTEGER_RE = re.compile(r"[+-]?[0-9]+")
+
+
+def placed_ms(number: int | float, unit: EpochUnit) -> int | None:
+    """A valid timestamp as milliseconds on the timeline, None when it falls outside the years 1
+    to 9999 (or is a float64 infinity: more digits than a float holds)."""
     try:
-        return epoch_ms(number, "s" if openmetrics else "ms")
-    except TimeError as exc:
-        raise ParseError(file, line, f"bad timestamp for {series_repr(key)}: {exc}") from None
+        return epoch_ms(number, unit)
+    except TimeError:
+        return None
+
+
+def _shown(token: str) -> str:
+    return repr(token) if len(token) <= 40 else f"{token[:40]!r}... ({len(token)} characters)"
+
+
+@dataclass
+class Unplaced:
+    """Samples dropped because their timestamp, valid in the format, is outside the years 1 to
+    9999 that the timeline (Python's datetime, Postgres) holds: counted per series, with the
+    first line of each, for one warning (nothing is lost silently)."""
+
+    count: int = 0
+    lines: dict[SeriesKey, int] = field(default_factory=dict)  # series -> its first such line
+
+    def add(self, key: SeriesKey, line: int) -> None:
+        self.count += 1
+        self.lines.setdefault(key, line)
+
+    def warnings(self, file: str) -> list[str]:
+        if not self.count:
+            return []
+        shown = [f"{series_repr(key)} (line {line})" for key, line in list(self.lines.items())[:5]]
+        more = f" and {len(self.lines) - 5} more series" if len(self.lines) > 5 else ""
+        first = min(self.lines.values())
+        return [
+            f"{file}:{first}: {self.count} sample(s) dropped: their timestamps are valid but "
+            f"outside the years 1 to 9999, which the timeline cannot hold: "
+            f"{', '.join(shown)}{more}"
+        ]
 
 
 _HELP_ESCAPE_RE = re.compile(r"\\(.)")

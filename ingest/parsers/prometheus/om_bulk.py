@@ -99,7 +99,8 @@ def _stamps(tokens: list[str]) -> tuple[Ints, Floats]:
         keys = list(distinct)
         table = dict(zip(keys, _numbers(keys, _STAMP_CHARS).tolist(), strict=True))
         seconds = np.fromiter(map(table.__getitem__, tokens), np.float64, len(tokens))
-    scaled = np.rint(seconds * 1000.0)
+    with np.errstate(over="ignore", invalid="ignore"):  # 1e308 s: inf, out of range below
+        scaled = np.rint(seconds * 1000.0)
     if not ((scaled >= MIN_MS) & (scaled <= MAX_MS)).all():
         raise Bail  # not a time the timeline holds (or inf): the careful path names the line
     return scaled.astype(np.int64), seconds

@@ -37,11 +37,14 @@ The rules (OpenMetrics 1.0, with the official parser test suite's reading of it)
 * Exemplars (``# {labels} value [timestamp]``) only on counter totals and buckets; at most 128
   characters of label names and values; a bucket's exemplar value is at most its ``le``.
 
-What the timeline adds: a timestamp becomes whole milliseconds and must fall in the years 1 to
-9999 (else a :class:`ParseError`, as for every format); a sample without one takes
-``ctx.default_time``. Two samples of one series in the same millisecond are valid OpenMetrics
-(a repeated timestamp); the first is kept, as Prometheus keeps it, and a warning says how many
-were dropped. Exemplars are checked, then dropped.
+What the timeline adds: a timestamp becomes whole milliseconds. The specification puts no bound
+on it, so a file with a timestamp outside the years 1 to 9999 (what Python's datetime and
+Postgres hold; ``1e300``, or more digits than a float64 holds) is valid and parses, but that
+sample cannot be placed on the timeline: it is dropped, after the rules above have checked it,
+and counted in a warning naming its series and line (:class:`~.grammar.Unplaced`). A sample
+without a timestamp takes ``ctx.default_time``. Two samples of one series in the same
+millisecond are valid OpenMetrics (a repeated timestamp); the first is kept, as Prometheus keeps
+it, and a warning says how many were dropped. Exemplars are checked, then dropped.
 """
 
 from __future__ import annotations
@@ -52,15 +55,16 @@ from dataclasses import dataclass
 
 from ..series import series_repr
 from ..text import BOM, decode
-from ..timestamps import TimeError, epoch_ms
 from ..types import ParseContext, ParseError, SeriesKey
 from .chunks import raw_chunks
 from .grammar import (
     Registry,
+    Unplaced,
     default_ms,
     no_timestamp,
     om_seconds,
     om_value,
+    placed_ms,
     scan_labels_om,
     scan_series_om,
 )
@@ -125,13 +129,11 @@ def _exemplar(rest: str, key: SeriesKey, file: str, lineno: int) -> float:
 _STAMP_CACHE = 1 << 16
 
 
-def _stamp(token: str, key: SeriesKey, file: str, line: int) -> tuple[float, int]:
-    """A sample's timestamp in seconds and in the timeline's milliseconds."""
+def _stamp(token: str, key: SeriesKey, file: str, line: int) -> tuple[float, int | None]:
+    """A sample's timestamp in seconds and in the timeline's milliseconds (None: a valid
+    timestamp the timeline cannot place)."""
     seconds = om_seconds(token, key, file, line)
-    try:
-        return seconds, epoch_ms(seconds, "s")
-    except TimeError as exc:
-        raise ParseError(file, line, f"bad timestamp for {series_repr(key)}: {exc}") from None
+    return seconds, placed_ms(seconds, "s")
 
 
 @dataclass
@@ -156,8 +158,9 @@ def parse_openmetrics_careful(data: bytes, ctx: ParseContext, registry: Registry
     val_cols: list[array[float]] = []
     families: list[Family] = []
     fallback_ms = default_ms(ctx)
-    stamps: dict[str, tuple[float, int]] = {}  # a timestamp token repeats for every series
+    stamps: dict[str, tuple[float, int | None]] = {}  # a timestamp token repeats for every series
     dropped, first_dropped = 0, 0
+    unplaced = Unplaced()
     eof = lineno = 0
     line = ""
     for lineno, line, last in _lines(data, file):
@@ -205,7 +208,7 @@ def parse_openmetrics_careful(data: bytes, ctx: ParseContext, registry: Registry
         value = om_value(tokens[0], key, file, lineno)
         ts: float | None = None
         exemplar: float | None = None
-        stamp: tuple[float, int] | None = None
+        stamp: tuple[float, int | None] | None = None
         if len(tokens) > 1:
             if tokens[1] == "#":
                 exemplar = _exemplar(rest[len(tokens[0]) + 1 :], key, file, lineno)
@@ -224,6 +227,9 @@ def parse_openmetrics_careful(data: bytes, ctx: ParseContext, registry: Registry
             val_cols.append(array("d"))
             families.append(family)
         if stamp is not None:
+            if stamp[1] is None:  # checked by the rules above, but no time on the timeline
+                unplaced.add(key, lineno)
+                continue
             ms = stamp[1]
         elif fallback_ms is None:
             raise no_timestamp(key, file, lineno)
@@ -242,7 +248,7 @@ def parse_openmetrics_careful(data: bytes, ctx: ParseContext, registry: Registry
         raise ParseError(
             file, where, "expected '# EOF' as the last line: an OpenMetrics exposition ends with it"
         )
-    warnings = []
+    warnings = unplaced.warnings(file)
     if dropped:
         warnings.append(
             f"{file}:{first_dropped}: {dropped} sample(s) repeat the millisecond of the sample "

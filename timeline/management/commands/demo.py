@@ -38,6 +38,7 @@ class Command(BaseCommand):
         user.set_password(password)
         user.save()
         team.members.add(user)
+        team.admins.add(user)  # the demo login manages its team (the Teams page)
         bundle = Path(settings.BASE_DIR) / ".data" / f"sample-seed{opts['seed']}" / SLUG
         if not bundle.exists():
             self.stdout.write(f"wrote {write_bundle(bundle, seed=opts['seed'])}")
