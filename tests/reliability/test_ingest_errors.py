@@ -115,6 +115,7 @@ def _ingest(incident, path: Path) -> Artifact:
     return loading.artifact_ingest(artifact_id=artifact.pk)
 
 
+@pytest.mark.attack("hostile file: a value the database refuses")
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_value_the_database_refuses_is_an_error_at_its_line(baseline, tmp_path, name):
     incident, before = baseline
@@ -129,6 +130,7 @@ def test_a_value_the_database_refuses_is_an_error_at_its_line(baseline, tmp_path
     assert row_counts(incident) == before
 
 
+@pytest.mark.attack("hostile file: a value the database refuses")
 def test_a_big_file_with_a_label_too_long_names_its_line_too(baseline, tmp_path, settings):
     """The streaming path (big Prometheus files) hands such a file to the whole-file path."""
     from ingest import streaming
