@@ -17,7 +17,8 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from ingest import push
-from timeline.models import Incident, Team
+from timeline import access
+from timeline.models import Team
 
 MAX_BODY = 5 * 1024 * 1024
 
@@ -43,14 +44,10 @@ def token_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespo
     return wrapper
 
 
-def _incident(team: Team, slug: str) -> Incident | None:
-    return Incident.objects.filter(team=team, slug=slug).first()
-
-
 @token_required
 @require_http_methods(["POST"])
 def push_view(request: HttpRequest, team: Team, slug: str, kind: str) -> HttpResponse:
-    incident = _incident(team, slug)
+    incident = access.incident_for_token(team, slug)
     if incident is None:
         return _error(404, f"no incident {slug!r} for this token's team")
     if len(request.body) > MAX_BODY:
@@ -69,7 +66,7 @@ def push_view(request: HttpRequest, team: Team, slug: str, kind: str) -> HttpRes
 @require_http_methods(["GET"])
 def incident_view(request: HttpRequest, team: Team, slug: str) -> HttpResponse:
     """The incident's newest analysis, in the public JSON shape of `analyze --json`."""
-    incident = _incident(team, slug)
+    incident = access.incident_for_token(team, slug)
     if incident is None:
         return _error(404, f"no incident {slug!r} for this token's team")
     from timeline.analysis import current_analysis, public_json

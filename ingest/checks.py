@@ -92,6 +92,7 @@ class Problem:
     message: str
     line: int = 0
     needle: str = ""
+    label: str = ""  # what names the record when no line does (an event's title)
 
 
 def result_problems(result: ParseResult) -> Iterator[Problem]:
@@ -101,14 +102,15 @@ def result_problems(result: ParseResult) -> Iterator[Problem]:
         for field, text in (("title", event.title), ("body", event.body), ("key", event.key)):
             problem = text_problem(text)
             if problem:
-                yield Problem(where, field, problem, event.line, _needle(text))
+                yield Problem(where, field, problem, event.line, _needle(text), _label(event.title))
         for field, at in (("at", event.at), ("ends_at", event.ends_at)):
             problem = time_problem(at) if at is not None else None
             if problem:
-                yield Problem(where, field, problem, event.line)
+                yield Problem(where, field, problem, event.line, label=_label(event.title))
         found = json_problem(event.attrs)
         if found:
-            yield Problem(where, "attrs" + found[0].lstrip("."), found[1], event.line)
+            field = "attrs" + found[0].lstrip(".")
+            yield Problem(where, field, found[1], event.line, label=_label(event.title))
     for i, change in enumerate(result.config_changes):
         where = f"config_changes[{i}]"
         match = _WHERE_LINE.search(change.where)
@@ -173,6 +175,11 @@ def series_key_problem(name: str, labels: tuple[tuple[str, str], ...]) -> bool:
     return next(_series_problems("series", name, labels), None) is not None
 
 
+def _label(title: str) -> str:
+    shown = title if not _BAD_TEXT.search(title) else _BAD_TEXT.sub("?", title)
+    return f" ({shown[:60]!r})"
+
+
 def _needle(text: str) -> str:
     """What to look for in the file: the bad character with a little context."""
     found = _BAD_TEXT.search(text)
@@ -188,7 +195,7 @@ def result_check(result: ParseResult, name: str, data: bytes | None = None) -> N
     if problem is None:
         return
     line = problem.line or _line_of(data, problem.needle)
-    subject = problem.field if line else f"{problem.record} {problem.field}"
+    subject = problem.field if line else f"{problem.record}{problem.label} {problem.field}"
     raise ParseError(name, line, f"{subject}: {problem.message}")
 
 

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods
 from ingest.forms import PullForm
 from ingest.services import IngestError, orchestration, pulls, workers
 from ingest.services.orchestration import Upload
-from timeline import selectors
+from timeline import access
 from timeline.choices import RunStatus
 from timeline.models import Artifact, Incident, MetricsPull
 
@@ -25,7 +25,7 @@ MAX_FILES_PER_UPLOAD = 200
 
 @require_http_methods(["GET", "POST"])
 def upload(request: HttpRequest, slug: str) -> HttpResponse:
-    incident = selectors.incident_for_user(request.user, slug)
+    incident = access.incident_for(request.user, slug)
     if request.method == "POST":
         files = request.FILES.getlist("files")
         if not files:
@@ -55,7 +55,7 @@ def upload(request: HttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["POST"])
 def metrics_pull(request: HttpRequest, slug: str) -> HttpResponse:
     """Queue a pull from one of the team's Prometheus data sources."""
-    incident = selectors.incident_for_user(request.user, slug)
+    incident = access.incident_for(request.user, slug)
     form = PullForm(request.POST, incident=incident)
     if not form.is_valid():
         messages.error(request, f"Pull not started: {form.errors.as_text()}")
@@ -111,7 +111,7 @@ def _artifacts(incident: Incident) -> list[Artifact]:
 @require_http_methods(["GET", "POST"])
 def artifact_status(request: HttpRequest, slug: str) -> HttpResponse:
     """Per-file status (polled by htmx while work is running); POST re-queues pending files."""
-    incident = selectors.incident_for_user(request.user, slug)
+    incident = access.incident_for(request.user, slug)
     if request.method == "POST":
         if workers.pending_queue(incident=incident).left:
             messages.warning(request, "The work queue is still unavailable; files stay pending.")

@@ -156,6 +156,6 @@ def test_embedded_postgres_and_redis_when_urls_are_unset(tmp_path: Path) -> None
 def test_an_anonymous_user_sees_no_incident(incident) -> None:
     from django.contrib.auth.models import AnonymousUser
 
-    from timeline import selectors
+    from timeline import access
 
-    assert list(selectors.incidents_for_user(AnonymousUser())) == []
+    assert list(access.incidents_visible(AnonymousUser())) == []

@@ -1,4 +1,12 @@
-"""Plotly figures from plain data. Knows nothing of requests or the database."""
+"""Plotly figures from plain data. Knows nothing of requests or the database.
+
+Plotly renders a subset of HTML (links, bold, italics, line breaks) in hover text, trace
+names, titles and annotations, and fills ``%{...}`` in hover templates: every string that comes
+from evidence or users shows through :func:`plotly_text` as the text it is. A marker's title is
+Plotly HTML made by its producer (timeline.figure_data escapes each part it takes from events,
+notes and findings, and may join parts with ``<br>``); trace names, legend labels and panel
+titles are plain text, escaped here.
+"""
 
 from __future__ import annotations
 
@@ -72,6 +80,13 @@ SUSPECT_COLOUR = "#7c3aed"
 SUSPECT_LABEL_RISE = 36  # px above the plot: clear of the "Events" title
 
 
+def plotly_text(value: str) -> str:
+    """Text Plotly shows as written: its HTML characters and template marks as entities."""
+    return (
+        value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("%", "&#37;")
+    )
+
+
 def figure_json(fig: dict[str, Any]) -> str:
     """JSON for Plotly.js; numpy arrays go out as plain numbers (orjson when installed)."""
     return str(pio_json.to_json_plotly(fig))
@@ -92,7 +107,7 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
         shared_xaxes=True,
         vertical_spacing=0.035,
         row_heights=heights,
-        subplot_titles=["Events"] + [p.title for p in data.panels],
+        subplot_titles=["Events"] + [plotly_text(p.title) for p in data.panels],
     )
     used_lanes = [lane for lane in LANES if any(m.lane == lane for m in data.markers)]
     for key, style in LANES.items():
@@ -212,6 +227,7 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
                 "tracegroupgap": 0,
             }
         for trace in panel.traces:
+            name = plotly_text(trace.name)
             out["data"].append(
                 {
                     "type": "scatter",
@@ -220,9 +236,9 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
                     "xaxis": f"x{i}",
                     "yaxis": f"y{i}",
                     "mode": "lines",
-                    "name": trace.label or trace.name,
+                    "name": plotly_text(trace.label or trace.name),
                     "line": {"width": 1.3},
-                    "hovertemplate": "%{x|%H:%M:%S} %{y:.3g}<extra>" + trace.name + "</extra>",
+                    "hovertemplate": "%{x|%H:%M:%S} %{y:.3g}<extra>" + name + "</extra>",
                     "showlegend": bool(legend),
                     **({"legend": legend} if legend else {}),
                 }

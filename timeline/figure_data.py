@@ -13,7 +13,6 @@ import datetime as dt
 from dataclasses import dataclass, replace
 
 from django.db.models import Max, Min
-from django.utils.html import escape
 
 from evidence.vocabulary import EventKind, Lane, harness_failed
 from timeline import charts, live_config, selectors
@@ -135,7 +134,7 @@ def timeline_figure_data(
             id=e["id"],
             at=e["at"],
             lane=e["lane"],
-            title=e["title"],
+            title=charts.plotly_text(e["title"]),
             failed=e["kind"] == EventKind.HARNESS_RUN and harness_failed(e["status"]),
         )
         for e in selectors.timeline_events(incident, start, end)
@@ -146,7 +145,9 @@ def timeline_figure_data(
             id=c.ref,
             at=c.at,
             lane=Lane.CONFIG,
-            title=escape(change_title(c)) + "<br>sources: " + escape(", ".join(c.sources)),
+            title=charts.plotly_text(change_title(c))
+            + "<br>sources: "
+            + charts.plotly_text(", ".join(c.sources)),
         )
         for c in merged_changes(incident)
         if (start is None or c.at >= start) and (end is None or c.at <= end)
@@ -160,15 +161,17 @@ def timeline_figure_data(
             else m
             for m in markers
         ]
-    # Operators' notes on their own lane; a click opens "n<id>". Escaped: plotly renders a few
-    # HTML tags in hover text, and a note is user input.
+    # Operators' notes on their own lane; a click opens "n<id>". Escaped, as every title from
+    # evidence or users: plotly renders a few HTML tags in hover text.
     notes = Note.objects.filter(incident=incident)
     if start is not None:
         notes = notes.filter(at__gte=start)
     if end is not None:
         notes = notes.filter(at__lte=end)
     markers.extend(
-        charts.Marker(id=f"n{pk}", at=at, lane=Lane.NOTES, title=escape(body[:NOTE_TITLE_CHARS]))
+        charts.Marker(
+            id=f"n{pk}", at=at, lane=Lane.NOTES, title=charts.plotly_text(body[:NOTE_TITLE_CHARS])
+        )
         for pk, at, body in notes.order_by("at", "id").values_list("id", "at", "body")
     )
 
@@ -186,7 +189,11 @@ def timeline_figure_data(
     for f in findings:
         if f.kind != FindingKind.SYMPTOM or f.at is None:
             continue
-        markers.append(charts.Marker(id=f"f{f.pk}", at=f.at, lane=Lane.SYMPTOMS, title=f.title))
+        markers.append(
+            charts.Marker(
+                id=f"f{f.pk}", at=f.at, lane=Lane.SYMPTOMS, title=charts.plotly_text(f.title)
+            )
+        )
         ends = (f.data or {}).get("ends_at")
         if ends:
             spans.append((f.at, dt.datetime.fromisoformat(ends)))

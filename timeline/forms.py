@@ -10,6 +10,7 @@ from typing import Any
 
 from django import forms
 
+from timeline import access
 from timeline.choices import HypothesisStatus, IncidentStatus, Stance
 from timeline.models import Team
 from timeline.services import MAX_TEXT, MAX_TITLE
@@ -50,7 +51,7 @@ class IncidentForm(forms.Form):
         super().__init__(*args, **kwargs)
         team_field = self.fields["team"]
         assert isinstance(team_field, forms.ModelChoiceField)
-        team_field.queryset = Team.objects.filter(members=user)
+        team_field.queryset = access.teams_for(user)
 
 
 class HypothesisForm(forms.Form):

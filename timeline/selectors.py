@@ -8,12 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.core.cache import cache
 from django.db.models import Prefetch, Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
-from django.http import Http404
 from tsdownsample import MinMaxLTTBDownsampler
 
 from evidence.vocabulary import EventKind, Lane
@@ -31,24 +29,6 @@ DEFAULT_PANELS: tuple[tuple[str, str], ...] = (
 )
 MAX_POINTS_PER_TRACE = 1500
 MAX_EVENTS_PER_LANE = 3000
-
-
-def incidents_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Incident]:
-    """Incidents of the user's teams; superusers see all."""
-    qs = Incident.objects.select_related("team")
-    if not user.is_authenticated:
-        return qs.none()
-    if getattr(user, "is_superuser", False):
-        return qs
-    return qs.filter(team__members=user.pk)
-
-
-def incident_for_user(user: AbstractBaseUser | AnonymousUser, slug: str) -> Incident:
-    """The incident, or 404 for incidents of other teams (no hint that it exists)."""
-    incident = incidents_for_user(user).filter(slug=slug).first()
-    if incident is None:
-        raise Http404("No such incident")
-    return incident
 
 
 def events_in_window(

@@ -1,7 +1,8 @@
 """The figure of issue 15: attacks tried and attacks held, counted over the security tests.
 
-A test marked ``@pytest.mark.attack("what", count=N)`` tries N attacks of one kind; they held
-when the test passed. The terminal summary prints the tally per kind, and
+A test marked ``@pytest.mark.attack("what", count=N)`` tries N attacks of one kind (a test that
+counts as it goes says ``request.node.user_properties.append(("attacks", n))`` instead); they
+held when the test passed. The terminal summary prints the tally per kind, and
 ``ATTACKS_JSON=path`` writes it as JSON (bench/README.md quotes a run's figures).
 """
 
@@ -32,6 +33,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     if attack is None or report.when != "call":
         return
     kind, n = attack
+    counted = [int(v) for k, v in report.user_properties if k == "attacks"]
+    n = sum(counted) if counted else n
     TRIED[kind] += n
     if report.passed:
         HELD[kind] += n

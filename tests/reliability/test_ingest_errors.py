@@ -115,6 +115,7 @@ def _ingest(incident, path: Path) -> Artifact:
     return loading.artifact_ingest(artifact_id=artifact.pk)
 
 
+@pytest.mark.attack("hostile file: a value the database refuses")
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_value_the_database_refuses_is_an_error_at_its_line(baseline, tmp_path, name):
     incident, before = baseline
@@ -129,6 +130,7 @@ def test_a_value_the_database_refuses_is_an_error_at_its_line(baseline, tmp_path
     assert row_counts(incident) == before
 
 
+@pytest.mark.attack("hostile file: a value the database refuses")
 def test_a_big_file_with_a_label_too_long_names_its_line_too(baseline, tmp_path, settings):
     """The streaming path (big Prometheus files) hands such a file to the whole-file path."""
     from ingest import streaming
@@ -181,3 +183,25 @@ def test_server_paths_are_cut_from_every_message(settings, tmp_path):
     # What is not a server path is left alone.
     kept = "scrape http://prom:9090/api/v1/query_range: 5 of 7 series; a/b/c"
     assert public_text(kept) == kept
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole-file", "streamed"])
+def test_samples_after_an_openmetrics_eof_are_an_error(baseline, tmp_path, stream):
+    """Issue 15.9: the OpenMetrics parser ends at '# EOF' (ingest.parsers.prometheus); through
+    the real ingest path, small files and big ones (the streaming path) alike."""
+    from ingest import streaming
+
+    incident, before = baseline
+    rows = 120_000 if stream else 3
+    lines = [f'm{{i="{i}"}} {i} 1795204800\n' for i in range(rows)]
+    path = tmp_path / "after_eof.om"
+    path.write_text("# TYPE m gauge\n" + "".join(lines) + '# EOF\nm{i="x"} 1 1795204860\n')
+    streaming_min = streaming.STREAM_MIN_BYTES
+    streaming.STREAM_MIN_BYTES = 1_000_000 if stream else streaming_min
+    try:
+        artifact = _ingest(incident, path)
+    finally:
+        streaming.STREAM_MIN_BYTES = streaming_min
+    assert artifact.status == RunStatus.FAILED
+    assert artifact.error.startswith(f"after_eof.om:{rows + 3}: expected nothing after '# EOF'")
+    assert row_counts(incident) == before

@@ -40,6 +40,7 @@ def _guess(client: Client, username: str, times: int) -> list[int]:
     return [_login(client, username, f"wrong guess {n}").status_code for n in range(times)]
 
 
+@pytest.mark.attack("password guessing")
 def test_wrong_passwords_lock_the_username_out_from_that_address(db, user):
     attacker = Client(REMOTE_ADDR="203.0.113.7")
     limit = _limit()
@@ -54,6 +55,7 @@ def test_wrong_passwords_lock_the_username_out_from_that_address(db, user):
     assert "Too many failed log-in attempts" in text and "minutes" in text
 
 
+@pytest.mark.attack("password guessing")
 def test_a_lockout_holds_only_that_username_from_that_address(db, user, outsider):
     attacker = Client(REMOTE_ADDR="203.0.113.7")
     _guess(attacker, "alice", _limit())

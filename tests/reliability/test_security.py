@@ -137,7 +137,8 @@ def test_the_walk_sees_the_whole_url_conf():
     assert any(route.startswith("admin/") for route, _ in _routes())
 
 
-def test_every_url_needs_a_login_or_a_token(client, alices):
+@pytest.mark.attack("no login or token")
+def test_every_url_needs_a_login_or_a_token(client, alices, request):
     _, values = alices
     checked = 0
     for route, name in _routes():
@@ -161,6 +162,7 @@ def test_every_url_needs_a_login_or_a_token(client, alices):
                 assert response.status_code == 302, where
                 assert response["Location"].startswith("/login/?next="), where
             checked += 1
+    request.node.user_properties.append(("attacks", checked))
     assert checked >= 2 * 30
 
 
@@ -175,7 +177,10 @@ def test_login_page_is_the_only_public_page():
     assert public <= {"login", "admin:login", "logout", "api"}, public
 
 
-def test_another_teams_incident_is_a_404_for_every_url_and_method(client, alices, outsider):
+@pytest.mark.attack("another team's incident")
+def test_another_teams_incident_is_a_404_for_every_url_and_method(
+    client, alices, outsider, request
+):
     incident, values = alices
     before = _snapshot(incident)
     client.force_login(outsider)
@@ -193,6 +198,7 @@ def test_another_teams_incident_is_a_404_for_every_url_and_method(client, alices
             if response.status_code == 404:
                 assert "pwned" not in response.content.decode()
             checked += 1
+    request.node.user_properties.append(("attacks", checked))
     assert checked >= 2 * 15
     assert _snapshot(incident) == before
     client.force_login(outsider)
@@ -200,6 +206,7 @@ def test_another_teams_incident_is_a_404_for_every_url_and_method(client, alices
     assert incident.title not in listing
 
 
+@pytest.mark.attack("another team's incident")
 def test_an_object_of_another_incident_is_a_404_under_my_own_slug(client, alices, user, other_team):
     """Ids are checked against the slug's incident: my slug does not unlock their events."""
     incident, values = alices
@@ -217,6 +224,7 @@ def test_an_object_of_another_incident_is_a_404_under_my_own_slug(client, alices
     assert response.status_code == 404
 
 
+@pytest.mark.attack("another team's incident")
 def test_api_token_reaches_only_its_own_team(client, alices, other_team):
     incident, _ = alices
     theirs = push.token_create(team=other_team, name="ci")
@@ -238,7 +246,8 @@ def test_api_token_reaches_only_its_own_team(client, alices, other_team):
     assert _snapshot(incident) == before
 
 
-def test_every_session_post_needs_a_csrf_token(alices, user):
+@pytest.mark.attack("CSRF")
+def test_every_session_post_needs_a_csrf_token(alices, user, request):
     incident, values = alices
     before = _snapshot(incident)
     strict = Client(enforce_csrf_checks=True)
@@ -252,6 +261,7 @@ def test_every_session_post_needs_a_csrf_token(alices, user):
         assert response.status_code == 403, (path, name, response.status_code)
         assert b"CSRF" in response.content
         checked += 1
+    request.node.user_properties.append(("attacks", checked))
     assert checked >= 20
     assert _snapshot(incident) == before
     # The same POST with the token gets through (so the 403 above was the CSRF check).
@@ -266,6 +276,7 @@ def test_every_session_post_needs_a_csrf_token(alices, user):
     assert Artifact.objects.filter(incident=incident, name="nan_inf.prom").exists()
 
 
+@pytest.mark.attack("CSRF")
 def test_login_form_needs_csrf_too(user):
     strict = Client(enforce_csrf_checks=True)
     response = strict.post("/login/", {"username": "alice", "password": "correct horse battery"})
@@ -287,6 +298,7 @@ def _multipart(filename: str, data: bytes) -> tuple[bytes, str]:
     return body, f"multipart/form-data; boundary={boundary}"
 
 
+@pytest.mark.attack("upload path traversal")
 @pytest.mark.parametrize(
     "filename",
     [
@@ -316,6 +328,7 @@ def test_upload_names_cannot_leave_the_upload_folder(
     assert outside == []
 
 
+@pytest.mark.attack("upload path traversal")
 def test_uploaded_zip_with_traversal_is_refused_with_a_message(
     client, incident, user, settings, tmp_path
 ):
@@ -334,6 +347,7 @@ def test_uploaded_zip_with_traversal_is_refused_with_a_message(
     assert not Artifact.objects.filter(incident=incident).exists()
 
 
+@pytest.mark.attack("HTML or script injection")
 def test_a_hostile_file_name_is_shown_escaped(client, incident, user):
     client.force_login(user)
     f = io.BytesIO((FIXTURES / "bad" / "nan_inf.prom").read_bytes())
@@ -380,6 +394,7 @@ def _inside_tags(html: str) -> str:
     return " ".join(re.findall(r"<[^>]*>", html))
 
 
+@pytest.mark.attack("HTML or script injection")
 @pytest.mark.parametrize("payload", PAYLOADS)
 def test_markdown_payload_renders_inert(payload):
     html = str(render(payload))
@@ -397,6 +412,7 @@ def test_markdown_mixtures_render_inert(parts):
     assert not UNSAFE.search(_inside_tags(html)), html
 
 
+@pytest.mark.attack("HTML or script injection")
 def test_hostile_markdown_in_an_ingested_doc_stays_inert_on_every_page(
     client, incident, user, tmp_path
 ):

@@ -103,6 +103,7 @@ def _git_dir_members(prefix: str, **files: bytes) -> dict[str, bytes]:
     return members
 
 
+@pytest.mark.attack("git repository reaching outside its upload")
 @pytest.mark.parametrize("archive", [_zip, _tar], ids=["zip", "tar.gz"])
 def test_an_uploaded_gitfile_is_refused_and_the_repository_it_names_is_not_read(
     client, user, incident, other_repo, archive
@@ -121,6 +122,7 @@ def test_an_uploaded_gitfile_is_refused_and_the_repository_it_names_is_not_read(
     _assert_nothing_of(other_repo, incident)
 
 
+@pytest.mark.attack("git repository reaching outside its upload")
 @pytest.mark.parametrize("how", ["alternates", "commondir"])
 def test_an_uploaded_repository_borrowing_another_ones_objects_is_refused(
     client, user, incident, other_repo, how
@@ -158,6 +160,7 @@ def _symlinks_inside_git(bundle: Path, other: Path) -> None:
     (git_dir / "refs").symlink_to(other / ".git" / "refs")
 
 
+@pytest.mark.attack("git repository reaching outside its upload")
 @pytest.mark.parametrize("build", [_symlinked_git, _symlinks_inside_git])
 def test_a_repository_whose_git_links_out_of_its_folder_is_refused(db, tmp_path, other_repo, build):
     """Archives cannot carry links (the upload refuses them); a bundle folder on disk can."""
@@ -173,6 +176,7 @@ def test_a_repository_whose_git_links_out_of_its_folder_is_refused(db, tmp_path,
     assert not Event.objects.exists()
 
 
+@pytest.mark.attack("git repository reaching outside its upload")
 def test_a_registered_repository_is_checked_again_before_it_is_read(
     db, tmp_path, incident, other_repo
 ):

@@ -47,7 +47,8 @@ def _evidence_lines(items: list[dict[str, Any]]) -> list[str]:
 
 
 def _change_lines(c: dict[str, Any]) -> list[str]:
-    rank = f" (suspect #{c['rank']}, score {c['score']:.3f})" if c["rank"] else ""
+    score = f", score {c['score']:.3f}" if c.get("score") is not None else ""  # score is nullable
+    rank = f" (suspect #{c['rank']}{score})" if c["rank"] else ""
     lines = [
         f"- {_code(c['key'])}: {_code(c['old'])} → {_code(c['new'])} at {_when(c['at'])}{rank}"
     ]

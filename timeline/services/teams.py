@@ -1,7 +1,8 @@
 """Team management: create a team, add and remove members, make and unmake admins, issue and
 revoke push-API tokens. Every change is one transaction with its audit entry (the team's).
 
-Who may do it is the views' concern (``can_manage``): a team's admins, and superusers anywhere.
+Who may do it is timeline.access's rule (``may_manage_team``): a team's admins, and
+superusers anywhere.
 """
 
 from __future__ import annotations
@@ -24,20 +25,6 @@ from timeline.services.common import ServiceError, clean_text
 MAX_TEAM_NAME = 100
 MAX_TOKEN_NAME = 100
 INVITE_DAYS = 7
-
-
-def can_manage(user: Any, team: Team) -> bool:
-    """A superuser, or an admin of this team."""
-    if not getattr(user, "is_authenticated", False):
-        return False
-    return bool(user.is_superuser or team.admins.filter(pk=user.pk).exists())
-
-
-def can_create_team(user: Any) -> bool:
-    """Superusers, and users who administer a team already."""
-    if not getattr(user, "is_authenticated", False):
-        return False
-    return bool(user.is_superuser or user.admin_of_teams.exists())
 
 
 @transaction.atomic

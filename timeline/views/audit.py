@@ -9,14 +9,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from timeline import selectors
+from timeline import access
 from timeline.audit_labels import label_entries
 from timeline.models import AuditEntry
 
 
 @require_GET
 def audit_log(request: HttpRequest, slug: str) -> HttpResponse:
-    incident = selectors.incident_for_user(request.user, slug)
+    incident = access.incident_for(request.user, slug)
     entries = AuditEntry.objects.filter(incident=incident).select_related("actor")
     page = Paginator(entries.order_by("-at", "-id"), 100).get_page(request.GET.get("page"))
     rows = label_entries(incident, list(page), _audit_value)

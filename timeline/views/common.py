@@ -2,8 +2,8 @@
 
 Writes answer htmx with 204 and an ``HX-Trigger: collab-changed`` event (the board, the panel and
 the chart reload themselves on it) or 422 with the error text for the form's error slot; without
-htmx they redirect back with a message. Only members of the incident's team may write; everyone
-else gets the same 404 as for reading.
+htmx they redirect back with a message. Who may write is the one rule of timeline.access (the
+same as for reading: members of the incident's team, and superusers); everyone else gets a 404.
 """
 
 from __future__ import annotations
@@ -13,13 +13,11 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from timeline import selectors
 from timeline.models import Incident
 from timeline.services import ServiceError
 
@@ -27,15 +25,6 @@ from timeline.services import ServiceError
 def is_htmx(request: HttpRequest) -> bool:
     """Whether htmx sent the request (it wants a fragment or a status, not a redirect)."""
     return bool(request.headers.get("HX-Request"))
-
-
-def editable(request: HttpRequest, slug: str) -> Incident:
-    """The incident, for a write: 404 for other teams; members only (a superuser who is not a
-    member can read but not write)."""
-    incident = selectors.incident_for_user(request.user, slug)
-    if not incident.team.members.filter(pk=request.user.pk or 0).exists():
-        raise PermissionDenied("Only members of the incident's team can change it.")
-    return incident
 
 
 def back(request: HttpRequest, incident: Incident) -> str:

@@ -8,14 +8,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
-from timeline import selectors, services
+from timeline import access, selectors, services
 from timeline.analysis import current_analysis
 from timeline.choices import FindingKind, HypothesisStatus, Stance
 from timeline.forms import EvidenceForm, HypothesisForm, StatusForm
 from timeline.markdown import render as md
 from timeline.models import Event, Evidence, Finding, Hypothesis, Incident
 from timeline.services import ServiceError
-from timeline.views.common import done, editable, failed, form_error, is_htmx, submit
+from timeline.views.common import done, failed, form_error, is_htmx, submit
 
 ACCEPTABLE = (FindingKind.SUSPECT, FindingKind.RULED_OUT)
 
@@ -56,7 +56,7 @@ def _board_context(incident: Incident) -> dict[str, Any]:
 def hypothesis_board(request: HttpRequest, slug: str) -> HttpResponse:
     """GET: the board (a fragment for htmx). POST: a new hypothesis."""
     if request.method == "POST":
-        incident = editable(request, slug)
+        incident = access.incident_for(request.user, slug)
         return submit(
             request,
             incident,
@@ -68,7 +68,7 @@ def hypothesis_board(request: HttpRequest, slug: str) -> HttpResponse:
         )
     if request.method != "GET":
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
-    incident = selectors.incident_for_user(request.user, slug)
+    incident = access.incident_for(request.user, slug)
     template = "timeline/collab/_board.html" if is_htmx(request) else "timeline/collab/board.html"
     return render(request, template, _board_context(incident))
 
@@ -76,13 +76,13 @@ def hypothesis_board(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def hypothesis_panel(request: HttpRequest, slug: str) -> HttpResponse:
     """The compact hypotheses panel of the timeline page (htmx fragment)."""
-    incident = selectors.incident_for_user(request.user, slug)
+    incident = access.incident_for(request.user, slug)
     return render(request, "timeline/collab/_panel.html", _board_context(incident))
 
 
 @require_POST
 def hypothesis_edit(request: HttpRequest, slug: str, hypothesis_id: int) -> HttpResponse:
-    incident = editable(request, slug)
+    incident = access.incident_for(request.user, slug)
     hypothesis = get_object_or_404(Hypothesis, incident=incident, pk=hypothesis_id)
     return submit(
         request,
@@ -97,7 +97,7 @@ def hypothesis_edit(request: HttpRequest, slug: str, hypothesis_id: int) -> Http
 
 @require_POST
 def hypothesis_status(request: HttpRequest, slug: str, hypothesis_id: int) -> HttpResponse:
-    incident = editable(request, slug)
+    incident = access.incident_for(request.user, slug)
     hypothesis = get_object_or_404(Hypothesis, incident=incident, pk=hypothesis_id)
     return submit(
         request,
@@ -112,7 +112,7 @@ def hypothesis_status(request: HttpRequest, slug: str, hypothesis_id: int) -> Ht
 
 @require_POST
 def hypothesis_delete(request: HttpRequest, slug: str, hypothesis_id: int) -> HttpResponse:
-    incident = editable(request, slug)
+    incident = access.incident_for(request.user, slug)
     hypothesis = get_object_or_404(Hypothesis, incident=incident, pk=hypothesis_id)
     services.hypothesis_delete(hypothesis=hypothesis, user=request.user)
     return done(request, incident, "Hypothesis deleted.")
@@ -121,7 +121,7 @@ def hypothesis_delete(request: HttpRequest, slug: str, hypothesis_id: int) -> Ht
 @require_POST
 def finding_accept(request: HttpRequest, slug: str, finding_id: int) -> HttpResponse:
     """One click: an automatic finding becomes a hypothesis with the finding as evidence."""
-    incident = editable(request, slug)
+    incident = access.incident_for(request.user, slug)
     finding = get_object_or_404(
         Finding.objects.select_related("analysis", "event"),
         analysis__incident=incident,
@@ -138,7 +138,7 @@ def finding_accept(request: HttpRequest, slug: str, finding_id: int) -> HttpResp
 def evidence_add(request: HttpRequest, slug: str, hypothesis_id: int = 0) -> HttpResponse:
     """Link an event or finding (or a note alone) to a hypothesis: the hypothesis comes from the
     URL (board) or from the form (the timeline panel's "link the open item" form)."""
-    incident = editable(request, slug)
+    incident = access.incident_for(request.user, slug)
     form = EvidenceForm(request.POST)
     if not form.is_valid():
         return failed(request, incident, form_error(form))
@@ -177,7 +177,7 @@ def evidence_add(request: HttpRequest, slug: str, hypothesis_id: int = 0) -> Htt
 
 @require_POST
 def evidence_remove(request: HttpRequest, slug: str, evidence_id: int) -> HttpResponse:
-    incident = editable(request, slug)
+    incident = access.incident_for(request.user, slug)
     evidence = get_object_or_404(
         Evidence.objects.select_related("hypothesis__incident"),
         hypothesis__incident=incident,

@@ -10,16 +10,16 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from timeline import selectors, services
+from timeline import access, services
 from timeline.forms import IncidentEditForm, MarkForm
 from timeline.services import ServiceError
-from timeline.views.common import done, editable, failed, form_error
+from timeline.views.common import done, failed, form_error
 
 
 @require_POST
 def marks(request: HttpRequest, slug: str) -> HttpResponse:
     """Set or clear last known good / first bad; the analysis re-runs on the workers."""
-    incident = editable(request, slug)
+    incident = access.incident_for(request.user, slug)
     form = MarkForm(request.POST)
     if not form.is_valid():
         return failed(request, incident, form_error(form))
@@ -41,7 +41,7 @@ def marks(request: HttpRequest, slug: str) -> HttpResponse:
 def incident_edit(request: HttpRequest, slug: str) -> HttpResponse:
     """The incident's own fields: title, status, summary, resolution time, action items."""
     if request.method == "POST":
-        incident = editable(request, slug)
+        incident = access.incident_for(request.user, slug)
         form = IncidentEditForm(request.POST)
         if form.is_valid():
             try:
@@ -59,7 +59,7 @@ def incident_edit(request: HttpRequest, slug: str) -> HttpResponse:
         )
     if request.method != "GET":
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
-    incident = selectors.incident_for_user(request.user, slug)
+    incident = access.incident_for(request.user, slug)
     form = IncidentEditForm(
         initial={
             "title": incident.title,

@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from evidence.vocabulary import EventKind
-from timeline import charts, live_config, selectors
+from timeline import access, charts, live_config, selectors
 from timeline.analysis import current_analysis
 from timeline.choices import EVENT_KIND_CHOICES, LANE_CHOICES, FindingKind, RunStatus
 from timeline.figure_data import (
@@ -34,7 +34,7 @@ from timeline.views.live import incident_version
 @require_GET
 def incident_list(request: HttpRequest) -> HttpResponse:
     q = request.GET.get("q", "").strip()
-    incidents = selectors.incidents_for_user(request.user)
+    incidents = access.incidents_visible(request.user)
     if q:
         incidents = incidents.filter(title__icontains=q)
     # Findings of each incident's newest finished analysis (superseded runs are marked so).
@@ -74,7 +74,7 @@ def incident_new(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def incident_timeline(request: HttpRequest, slug: str) -> HttpResponse:
-    incident = selectors.incident_for_user(request.user, slug)
+    incident = access.incident_for(request.user, slug)
     analysis = current_analysis(incident)
     findings = list(analysis.findings.all()) if analysis else []
     by_kind: dict[str, list[Finding]] = {}
@@ -139,7 +139,7 @@ DEFAULT_CUSTOM_PANELS = 4
 def analysis_status(request: HttpRequest, slug: str) -> HttpResponse:
     """Polled while an analysis is pending: 204 until the newest requested run has finished,
     then an htmx refresh so the page shows its findings."""
-    incident = selectors.incident_for_user(request.user, slug)
+    incident = access.incident_for(request.user, slug)
     analysis = current_analysis(incident)
     done = analysis is not None and analysis.version >= incident.analysis_version
     failed = Analysis.objects.filter(
@@ -164,7 +164,7 @@ def _parse_time(raw: str | None) -> dt.datetime | None:
 @require_GET
 def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
     """The figure for a time window: events on lanes plus downsampled metric panels."""
-    incident = selectors.incident_for_user(request.user, slug)
+    incident = access.incident_for(request.user, slug)
     figure = timeline_figure_data(
         incident,
         _parse_time(request.GET.get("start")),
@@ -183,7 +183,7 @@ def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def event_detail(request: HttpRequest, slug: str, event_id: int) -> HttpResponse:
     """Side-panel fragment for one event (htmx)."""
-    incident = selectors.incident_for_user(request.user, slug)
+    incident = access.incident_for(request.user, slug)
     event = get_object_or_404(Event, incident=incident, pk=event_id)
     change = (
         getattr(event, "config_change", None) if event.kind == EventKind.CONFIG_CHANGE else None
@@ -238,7 +238,7 @@ def unfinished_request(incident: Incident, event: Event) -> dict[str, Any] | Non
 
 @require_GET
 def finding_detail(request: HttpRequest, slug: str, finding_id: int) -> HttpResponse:
-    incident = selectors.incident_for_user(request.user, slug)
+    incident = access.incident_for(request.user, slug)
     finding = get_object_or_404(Finding, analysis__incident=incident, pk=finding_id)
     return render(
         request,
@@ -250,7 +250,7 @@ def finding_detail(request: HttpRequest, slug: str, finding_id: int) -> HttpResp
 @require_GET
 def event_table(request: HttpRequest, slug: str) -> HttpResponse:
     """The event table under the chart: lane, kind, full-text search, time range, pages."""
-    incident = selectors.incident_for_user(request.user, slug)
+    incident = access.incident_for(request.user, slug)
     lanes = [x for x in request.GET.getlist("lane") if x]
     kinds = [x for x in request.GET.getlist("kind") if x]
     q = request.GET.get("q", "").strip()

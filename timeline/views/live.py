@@ -17,7 +17,7 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 
-from timeline import selectors
+from timeline import access
 from timeline.models import Incident
 
 # Each part changes when something the page shows changes: new or removed events (an ingest,
@@ -54,7 +54,7 @@ def incident_version(incident: Incident) -> str:
 @require_GET
 def version(request: HttpRequest, slug: str) -> HttpResponse:
     """``{"version": "..."}`` with an ETag; 304 without a body when If-None-Match matches."""
-    incident = selectors.incident_for_user(request.user, slug)
+    incident = access.incident_for(request.user, slug)
     current = incident_version(incident)
     etag = f'"{current}"'
     if etag in {t.strip() for t in request.headers.get("If-None-Match", "").split(",")}:

@@ -6,16 +6,16 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_POST
 
-from timeline import selectors, services
+from timeline import access, services
 from timeline.forms import NoteForm
 from timeline.markdown import render as md
 from timeline.models import Note
-from timeline.views.common import done, editable, submit
+from timeline.views.common import done, submit
 
 
 @require_POST
 def note_add(request: HttpRequest, slug: str) -> HttpResponse:
-    incident = editable(request, slug)
+    incident = access.incident_for(request.user, slug)
     return submit(
         request,
         incident,
@@ -30,7 +30,7 @@ def note_add(request: HttpRequest, slug: str) -> HttpResponse:
 def note_detail(request: HttpRequest, slug: str, note_id: int) -> HttpResponse:
     """GET: the side-panel fragment a click on a note marker opens. POST: edit the note."""
     if request.method == "POST":
-        incident = editable(request, slug)
+        incident = access.incident_for(request.user, slug)
         note = get_object_or_404(Note, incident=incident, pk=note_id)
         return submit(
             request,
@@ -43,7 +43,7 @@ def note_detail(request: HttpRequest, slug: str, note_id: int) -> HttpResponse:
         )
     if request.method != "GET":
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
-    incident = selectors.incident_for_user(request.user, slug)
+    incident = access.incident_for(request.user, slug)
     note = get_object_or_404(Note.objects.select_related("author"), incident=incident, pk=note_id)
     return render(
         request,
@@ -54,7 +54,7 @@ def note_detail(request: HttpRequest, slug: str, note_id: int) -> HttpResponse:
 
 @require_POST
 def note_delete(request: HttpRequest, slug: str, note_id: int) -> HttpResponse:
-    incident = editable(request, slug)
+    incident = access.incident_for(request.user, slug)
     note = get_object_or_404(Note, incident=incident, pk=note_id)
     services.note_delete(note=note, user=request.user)
     return done(request, incident, "Note deleted.", replaces_detail=True)

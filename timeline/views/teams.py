@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from timeline import access
 from timeline.models import AuditEntry, Team
 from timeline.services import teams as team_services
 from timeline.services.common import ServiceError
@@ -22,7 +23,7 @@ AUDIT_SHOWN = 50
 
 def _managed(request: HttpRequest, slug: str) -> Team:
     team = get_object_or_404(Team, slug=slug)
-    if not team_services.can_manage(request.user, team):
+    if not access.may_manage_team(request.user, team):
         raise PermissionDenied("Only the team's admins manage it.")
     return team
 
@@ -30,18 +31,17 @@ def _managed(request: HttpRequest, slug: str) -> Team:
 @require_GET
 def team_list(request: HttpRequest) -> HttpResponse:
     user: Any = request.user
-    admin_of = Team.objects.all() if user.is_superuser else user.admin_of_teams.all()
-    managed = admin_of.order_by("name").prefetch_related("members", "admins")
+    managed = access.teams_managed(user).order_by("name").prefetch_related("members", "admins")
     return render(
         request,
         "timeline/teams/list.html",
-        {"teams": managed, "can_create": team_services.can_create_team(user)},
+        {"teams": managed, "can_create": access.may_create_team(user)},
     )
 
 
 @require_POST
 def team_new(request: HttpRequest) -> HttpResponse:
-    if not team_services.can_create_team(request.user):
+    if not access.may_create_team(request.user):
         raise PermissionDenied("Only superusers and team admins create teams.")
     try:
         team = team_services.team_create(name=request.POST.get("name", ""), user=request.user)
