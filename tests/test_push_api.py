@@ -148,6 +148,9 @@ def test_the_analysis_endpoint_returns_the_public_shape(client, incident, token)
         "suspects",
         "excluded",
         "ruled_out",
+        "bisect",
+        "drift",
+        "restarts",
         "weights",
     }
     assert response.json()["weights"] is None  # no analysis yet
