@@ -46,8 +46,8 @@ def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untype
     tried, held = sum(TRIED.values()), sum(HELD.values())
     terminalreporter.section("issue 15: attacks")
     for kind in sorted(TRIED):
-        terminalreporter.write_line(f"{kind:<32} tried {TRIED[kind]:>5}  held {HELD[kind]:>5}")
-    terminalreporter.write_line(f"{'all attacks':<32} tried {tried:>5}  held {held:>5}")
+        terminalreporter.write_line(f"{kind:<44} tried {TRIED[kind]:>5}  held {HELD[kind]:>5}")
+    terminalreporter.write_line(f"{'all attacks':<44} tried {tried:>5}  held {held:>5}")
     path = os.environ.get("ATTACKS_JSON")
     if path:
         with open(path, "w") as out:
