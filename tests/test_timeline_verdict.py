@@ -34,8 +34,14 @@ def _figure(client, incident, **params):
     return json.loads(client.get(reverse("timeline_data", args=[incident.slug]), params).content)
 
 
+def _page(alice, incident) -> str:
+    """The timeline page's HTML without the soft line breaks long keys carry (softbreak)."""
+    html = alice.get(reverse("incident_timeline", args=[incident.slug])).content.decode()
+    return html.replace("<wbr>", "")
+
+
 def test_the_verdict_says_first_bad_last_good_and_the_top_suspect_with_its_reasons(alice, loaded):
-    html = alice.get(reverse("incident_timeline", args=[loaded.slug])).content.decode()
+    html = _page(alice, loaded)
     verdict = html[
         html.index('id="verdict"') : html.index("</section>", html.index('id="verdict"'))
     ]
@@ -88,7 +94,7 @@ def test_the_analysis_revert_plan_says_what_to_try_first(alice, loaded):
         ],
     }
     analysis.save()
-    html = alice.get(reverse("incident_timeline", args=[loaded.slug])).content.decode()
+    html = _page(alice, loaded)
     assert 'id="verdict-ambiguous"' in html
     assert "The evidence cannot separate 2 suspects" in html
     assert "Try first:</strong> 1. Revert METRICS_PORT to 9400" in html
