@@ -18,13 +18,7 @@ def audit(
     data: dict[str, Any] | None = None,
 ) -> None:
     """Record one change; ``data`` holds what changed (``[old, new]`` per field)."""
-    AuditEntry.objects.create(
-        incident=incident,
-        actor=actor_or_none(actor),
-        action=action,
-        target=target[:200],
-        data=data or {},
-    )
+    _record(incident=incident, actor=actor, action=action, target=target, data=data)
 
 
 def team_audit(
@@ -36,8 +30,15 @@ def team_audit(
     data: dict[str, Any] | None = None,
 ) -> None:
     """Record one change to a team (its members, admins, API tokens)."""
+    _record(team=team, actor=actor, action=action, target=target, data=data)
+
+
+def _record(
+    *, actor: Any, action: str, target: str, data: dict[str, Any] | None, **owner: Any
+) -> None:
+    """One entry, owned by an incident or a team (the table's check constraint wants one)."""
     AuditEntry.objects.create(
-        team=team,
+        **owner,
         actor=actor_or_none(actor),
         action=action,
         target=target[:200],
