@@ -21,6 +21,7 @@ import yaml
 
 from evidence.vocabulary import Scope, Source
 
+from . import jsontext
 from .markdown import markdown_settings
 from .shell import expand_vars, shell_settings
 from .text import key_value
@@ -143,7 +144,7 @@ def _extract(kind: str, path: str, text: str) -> list[Setting]:
         return _plain_settings(path, data)
     if kind == "json":
         try:
-            data = json.loads(text)
+            data = jsontext.loads(text, path)  # deep nesting, huge numbers: a line error
         except json.JSONDecodeError as exc:
             raise ParseError(
                 path, exc.lineno, f"expected valid JSON: {exc.msg} (column {exc.colno})"

@@ -164,11 +164,17 @@ def wall_reading(
     earlier = naive.replace(tzinfo=tz, fold=0)
     later = naive.replace(tzinfo=tz, fold=1)
     before, after = earlier.utcoffset(), later.utcoffset()
-    first = earlier.astimezone(UTC)
-    if before == after or before is None or after is None:
-        return Reading("plain", first)
-    if first.astimezone(tz).replace(tzinfo=None) == naive:
-        return Reading("repeated", first, later.astimezone(UTC), before, after)
+    try:
+        first = earlier.astimezone(UTC)
+        if before == after or before is None or after is None:
+            return Reading("plain", first)
+        if first.astimezone(tz).replace(tzinfo=None) == naive:
+            return Reading("repeated", first, later.astimezone(UTC), before, after)
+    except OverflowError:  # as in in_zone: 9999-12-31 23:00 in UTC-5 is past the year 9999 in UTC
+        raise TimeError(
+            f"{naive.isoformat(sep=' ')} in {zone_name(tz)} is outside the years 1 to 9999 in "
+            "UTC; expected a time in those years"
+        ) from None
     return Reading("skipped", first, None, before, after)
 
 

@@ -277,3 +277,12 @@ def test_no_parser_builds_a_datetime_of_its_own() -> None:
         if pattern.search(line)
     ]
     assert offenders == []
+
+
+def test_a_wall_reading_past_the_year_9999_in_utc_is_a_time_error_not_an_overflow():
+    import zoneinfo
+
+    from ingest.parsers.timestamps import TimeError, wall_reading
+
+    with pytest.raises(TimeError, match="outside the years 1 to 9999"):
+        wall_reading(9999, 12, 31, 23, 0, 0, tz=zoneinfo.ZoneInfo("America/New_York"))

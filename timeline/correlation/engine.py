@@ -262,6 +262,7 @@ def analyze(inputs: Inputs) -> Result:
     symptoms = sort_symptoms(found)
     load: Load | None = load_from_metrics(metrics) or load_from_requests(inputs.requests)
     until = _data_end(inputs, metrics, symptoms)
+    _check_clocks(inputs, symptoms, warnings)  # before the live branch: it says them too
     if inputs.starts:
         live, note = _analyze_live(inputs, merged, symptoms, load, until, list(warnings))
         if live is not None:
@@ -273,7 +274,6 @@ def analyze(inputs: Inputs) -> Result:
             "dated by when a doc or commit recorded it, not by the restart that deployed it, and "
             "drift passed by hand cannot be seen"
         )
-    _check_clocks(inputs, symptoms, warnings)
 
     first = _first_bad_checked(inputs, symptoms, warnings)
     intervals = state_intervals(merged, until)
@@ -349,13 +349,12 @@ def _analyze_live(
             "counted as dropped"
         )
     intervals = build_intervals(inputs.starts, recorded, symptoms, inputs.requests, load, until)
-    first = find_first_bad(symptoms, inputs.marks)
+    first = _first_bad_checked(inputs, symptoms, warnings)  # warnings: this branch's own copy
     if first.at is None:
         return None, []
-    first = _first_bad_checked(inputs, symptoms, warnings)
-    assert first.at is not None
     changes, deployments = transitions(intervals, recorded)
-    kind = next((s.kind for s in symptoms if s.at >= first.at), SymptomKind.WEDGE)
+    first_symptom = next((s for s in symptoms if s.at >= first.at), None)
+    kind = first_symptom.kind if first_symptom is not None else SymptomKind.WEDGE
     ranking = rank_live(intervals, changes, deployments, first.at, kind, inputs.marks, params)
     if isinstance(ranking, str):
         return None, [ranking]
@@ -371,7 +370,6 @@ def _analyze_live(
             "there is no load data (no running-requests metric and no server log requests): "
             "no start can be shown to have run cleanly under load"
         )
-    first_symptom = next((s for s in symptoms if s.at >= first.at), None)
     if first_symptom is not None and first_symptom.kind in CRASHES:
         warnings.append(
             f"the first bad moment is a {str(first_symptom.kind).replace('_', ' ')} "
