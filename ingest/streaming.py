@@ -15,7 +15,7 @@ from django.db import transaction
 from ingest import checks
 from ingest.loaders import LoadedSamples
 from ingest.parsers import prometheus
-from ingest.parsers.series import TARGET_LABELS, series_repr
+from ingest.parsers.series import names_target, series_repr
 from ingest.parsers.timestamps import default_time, to_epoch_ms
 from ingest.parsers.types import ParseContext, SeriesKey
 from ingest.services.artifacts import ProgressReporter
@@ -104,6 +104,5 @@ def _origins(
     origins = []
     for offset, key in enumerate(keys):
         took_file_time = first_stamp.get(first + offset) == at_ms
-        targeted = any(label in TARGET_LABELS for label, _ in key.labels)
-        origins.append(name if took_file_time and not targeted else "")
+        origins.append(name if took_file_time and not names_target(key.labels) else "")
     return origins

@@ -45,14 +45,6 @@ def teams_for(user: Any) -> QuerySet[Team]:
     return Team.objects.filter(members=user.pk)
 
 
-def may_act(user: Any, incident: Incident) -> bool:
-    """Whether the user may view and change the incident (the rule, for templates and checks)."""
-    return _is_superuser(user) or (
-        getattr(user, "is_authenticated", False)
-        and incident.team.members.filter(pk=user.pk).exists()
-    )
-
-
 def incident_for(user: Any, slug: str) -> Incident:
     """The incident, for a page or a write; 404 when the user may not (no hint it exists)."""
     incident = incidents_visible(user).filter(slug=slug).first()

@@ -138,7 +138,6 @@ def timeline_figure_data(
             failed=e["kind"] == EventKind.HARNESS_RUN and harness_failed(e["status"]),
         )
         for e in selectors.timeline_events(incident, start, end)
-        if e["kind"] != EventKind.CONFIG_CHANGE
     ]
     markers.extend(
         charts.Marker(

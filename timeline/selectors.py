@@ -92,8 +92,11 @@ def timeline_events(
     incident: Incident, start: dt.datetime | None, end: dt.datetime | None
 ) -> list[dict[str, Any]]:
     """Events for the chart's lanes: requests only when they never finished (the symptoms);
-    log spans are context, not markers."""
-    qs = events_in_window(incident, start, end).exclude(kind=EventKind.LOG_SPAN)
+    log spans are context, not markers; config changes are drawn once per merged change
+    (figure_data), not per recording event."""
+    qs = events_in_window(incident, start, end).exclude(
+        kind__in=[EventKind.LOG_SPAN, EventKind.CONFIG_CHANGE]
+    )
     qs = qs.exclude(kind=EventKind.REQUEST, ends_at__isnull=False)
     return [
         dict(row)

@@ -7,6 +7,8 @@ nvidia-smi CSV); the exposition parser checks the same order over whole columns 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from .timestamps import default_time, ms_iso, to_epoch_ms
 from .types import ParseContext, ParseError, ParseResult, SampleBlock, SeriesKey
 
@@ -62,6 +64,11 @@ def check_order(file: str, line: int, key: SeriesKey, prev: int, ts: int, where:
     )
 
 
+def names_target(labels: Iterable[tuple[str, str]]) -> bool:
+    """Whether a series' labels say which target it came from (``instance`` / ``job``)."""
+    return any(name in TARGET_LABELS for name, _ in labels)
+
+
 def mark_origins(result: ParseResult, ctx: ParseContext) -> int:
     """Give the file's name as origin to each series that took the file's time and whose labels
     name no target; returns how many were marked.
@@ -80,7 +87,7 @@ def mark_origins(result: ParseResult, ctx: ParseContext) -> int:
     for block in result.samples:
         if block.origin or not len(block.ts_ms):
             continue
-        if any(name in TARGET_LABELS for name, _ in block.key.labels):
+        if names_target(block.key.labels):
             continue
         if block.ts_ms[0] == at_ms and all(ts == at_ms for ts in block.ts_ms):
             block.origin = ctx.name
