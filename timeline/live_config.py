@@ -49,13 +49,26 @@ class StartDiff:
 
     def summary(self) -> str:
         """One line: what a reader sees first."""
-        if self.previous is None:
-            return "first start seen"
-        if not self.known:
-            return "configuration not logged (no ServerArgs line), so what changed is unknown"
-        if not self.changes:
-            return "no ServerArgs field changed"
-        return f"{len(self.changes)} ServerArgs field(s) changed"
+        return _summary(self.previous is None, self.changes, self.known)
+
+
+def _compared(before: dict[str, str] | None, after: dict[str, str]) -> tuple[list[ArgChange], bool]:
+    """The changes from ``before`` (None: no start before) to ``after``, and whether they are
+    known (both starts logged their ServerArgs)."""
+    if before is None:
+        return [], True
+    known = bool(before) and bool(after)
+    return (args_diff(before, after) if known else []), known
+
+
+def _summary(first: bool, changes: list[ArgChange], known: bool) -> str:
+    if first:
+        return "first start seen"
+    if not known:
+        return "configuration not logged (no ServerArgs line), so what changed is unknown"
+    if not changes:
+        return "no ServerArgs field changed"
+    return f"{len(changes)} ServerArgs field(s) changed"
 
 
 def _args(attrs: Any) -> dict[str, str]:
@@ -71,11 +84,9 @@ def start_diff(event: Event) -> StartDiff:
         .order_by("-at", "-id")
         .first()
     )
-    if previous is None:
-        return StartDiff(None, [], True)
-    before, after = _args(previous.attrs), _args(event.attrs)
-    known = bool(before) and bool(after)
-    return StartDiff(previous, args_diff(before, after) if known else [], known)
+    before = None if previous is None else _args(previous.attrs)
+    changes, known = _compared(before, _args(event.attrs))
+    return StartDiff(previous, changes, known)
 
 
 def _short(value: str | None) -> str:
@@ -87,8 +98,8 @@ def _short(value: str | None) -> str:
 def hover_texts(incident: Incident) -> dict[int, str]:
     """Event id -> the hover of each start's marker: its title and what changed against the
     start before it (``field: old -> new``; the first start: "first start seen"). HTML-escaped
-    here, lines joined by ``<br>``: plotly renders a few tags in hover text, and every value is
-    log text."""
+    here, lines joined by ``<br>``: plotly renders a few tags in hover
+    text, and every value is log text."""
     rows = list(
         Event.objects.filter(incident=incident, kind=EventKind.SERVER_START)
         .order_by("at", "id")
@@ -97,21 +108,17 @@ def hover_texts(incident: Incident) -> dict[int, str]:
     out: dict[int, str] = {}
     before: dict[str, str] | None = None
     for row in rows:
-        lines = [row["title"]]
         after = _args(row["attrs"])
-        if before is None:
-            lines.append("first start seen")
+        changes, known = _compared(before, after)
+        lines = [row["title"]]
+        if changes:
+            lines += [
+                f"{c.field}: {_short(c.old)} -> {_short(c.new)}" for c in changes[:HOVER_CHANGES]
+            ]
+            if len(changes) > HOVER_CHANGES:
+                lines.append(f"… and {len(changes) - HOVER_CHANGES} more")
         else:
-            if not before or not after:
-                lines.append("configuration not logged: what changed is unknown")
-            else:
-                changes = args_diff(before, after)
-                if not changes:
-                    lines.append("no ServerArgs field changed")
-                for change in changes[:HOVER_CHANGES]:
-                    lines.append(f"{change.field}: {_short(change.old)} -> {_short(change.new)}")
-                if len(changes) > HOVER_CHANGES:
-                    lines.append(f"… and {len(changes) - HOVER_CHANGES} more")
+            lines.append(_summary(before is None, changes, known))
         out[row["id"]] = "<br>".join(html.escape(line) for line in lines)
         before = after
     return out
