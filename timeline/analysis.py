@@ -20,6 +20,7 @@ from timeline import live_inputs, runs
 from timeline.choices import FindingKind, RunStatus
 from timeline.correlation import engine
 from timeline.correlation import weights as correlation_weights
+from timeline.correlation.config_state import merge_changes
 from timeline.correlation.types import (
     Change,
     HarnessRun,
@@ -60,6 +61,12 @@ def load_changes(incident: Incident) -> tuple[Change, ...]:
         .select_related("event")
         .order_by("event__at", "event_id")
     )
+
+
+def merged_changes(incident: Incident) -> list[Change]:
+    """The incident's config changes merged as the analysis merges them (same key and value
+    recorded by several sources within its window): one per change, its sources listed."""
+    return merge_changes(load_changes(incident), Params().same_change_window)
 
 
 def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:

@@ -16,10 +16,8 @@ from django.db.models import Max, Min
 
 from evidence.vocabulary import EventKind, Lane, harness_failed
 from timeline import charts, live_config, selectors
-from timeline.analysis import change_title, current_analysis, load_changes
+from timeline.analysis import change_title, current_analysis, merged_changes
 from timeline.choices import FindingKind
-from timeline.correlation.config_state import merge_changes
-from timeline.correlation.types import Change, Params
 from timeline.models import Event, Incident, Note, Series
 from timeline.verdict import TOP_SUSPECTS_ON_CHARTS
 
@@ -88,12 +86,6 @@ def legend_labels(labels: list[dict[str, str]], origins: list[str]) -> list[str]
 
 def _pairs_text(pairs: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(pairs.items()))
-
-
-def merged_changes(incident: Incident) -> list[Change]:
-    """The incident's config changes merged as the analysis merges them (same key and value
-    recorded by several sources within its window): one per change, its sources listed."""
-    return merge_changes(load_changes(incident), Params().same_change_window)
 
 
 SPAN_PADDING = 0.02

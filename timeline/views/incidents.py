@@ -15,11 +15,10 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from evidence.vocabulary import EventKind
 from timeline import access, charts, live_config, selectors
-from timeline.analysis import current_analysis
+from timeline.analysis import current_analysis, merged_changes
 from timeline.choices import EVENT_KIND_CHOICES, LANE_CHOICES, FindingKind, RunStatus
 from timeline.figure_data import (
     MAX_PICKED_SERIES,
-    merged_changes,
     timeline_figure_data,
     trace_name,
 )

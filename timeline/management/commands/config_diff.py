@@ -7,9 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from timeline.analysis import load_changes
+from timeline.analysis import merged_changes
 from timeline.correlation import config_state
-from timeline.correlation.types import Params
 from timeline.models import Incident
 
 
@@ -36,7 +35,7 @@ class Command(BaseCommand):
         if incident is None:
             raise CommandError(f"no incident {opts['incident']!r}")
         a, b = _time(opts["at"]), _time(opts["vs"])
-        merged = config_state.merge_changes(load_changes(incident), Params().same_change_window)
+        merged = merged_changes(incident)
         rows = config_state.diff_states(merged, a, b)
         if not rows:
             self.stdout.write("no differences")
