@@ -140,9 +140,8 @@ def incident(team: Any, user: Any) -> Any:
     )
 
 
-@pytest.fixture
-def loaded(db: None, team: Any, user: Any, sample_bundle: Path) -> Any:
-    """The DSV4 sample incident ingested (in this process) into alice's team, and analysed."""
+def ingest_folder(folder: Path, slug: str, team: Any) -> Any:
+    """Ingest a bundle folder (in this process) into a new incident of ``team``; the incident."""
     from io import StringIO
 
     from django.core.management import call_command
@@ -150,14 +149,31 @@ def loaded(db: None, team: Any, user: Any, sample_bundle: Path) -> Any:
     from timeline.models import Incident
 
     call_command(
-        "ingest",
-        str(sample_bundle),
-        incident="dsv4",
-        team=team.name,
-        stdout=StringIO(),
-        stderr=StringIO(),
+        "ingest", str(folder), incident=slug, team=team.name, stdout=StringIO(), stderr=StringIO()
     )
-    return Incident.objects.get(slug="dsv4")
+    return Incident.objects.get(slug=slug)
+
+
+@pytest.fixture
+def loaded(db: None, team: Any, user: Any, sample_bundle: Path) -> Any:
+    """The DSV4 sample incident ingested (in this process) into alice's team, and analysed."""
+    return ingest_folder(sample_bundle, "dsv4", team)
+
+
+CUSTOM_METRICS = ("vllm:custom_kv_blocks_used", "vllm:custom_spec_accept_rate")
+
+
+@pytest.fixture
+def custom(db: None, team: Any, user: Any, tmp_path: Path) -> Any:
+    """An incident whose only metrics are custom ones (none the analysis reads)."""
+    lines = []
+    for name in CUSTOM_METRICS:
+        lines += [f"# TYPE {name} gauge"]
+        lines += [f'{name}{{pod="a"}} {i % 7}.0 {1795190400000 + i * 1000}' for i in range(600)]
+    folder = tmp_path / "custom"
+    (folder / "metrics").mkdir(parents=True)
+    (folder / "metrics" / "custom.prom").write_text("\n".join(lines) + "\n")
+    return ingest_folder(folder, "custom", team)
 
 
 @pytest.fixture(scope="session")

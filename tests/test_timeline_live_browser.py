@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.management import call_command
 
 from evidence.vocabulary import EventKind, Lane
 from tests.conftest import ARTIFACTS, wait_for
-from timeline.analysis import analysis_run
-from timeline.figure_data import incident_span, merged_changes
+from timeline.analysis import analysis_run, merged_changes
+from timeline.figure_data import incident_span
 from timeline.forms import parse_utc
 from timeline.models import Event, Incident
 from timeline.services import hypothesis_create, incident_create
@@ -195,26 +193,6 @@ def test_the_event_table_finds_symptoms_request_ids_and_timeouts(
     table.locator(".pager", has_text="16 events").wait_for()
     page.locator("#event-table").scroll_into_view_if_needed()
     shot(page, "event-table-symptoms")
-
-
-@pytest.fixture
-def custom(db, team, user, tmp_path: Path) -> Incident:
-    lines = []
-    for name in ("vllm:custom_kv_blocks_used", "vllm:custom_spec_accept_rate"):
-        lines += [f"# TYPE {name} gauge"]
-        lines += [f'{name}{{pod="a"}} {i % 7}.0 {1795190400000 + i * 1000}' for i in range(600)]
-    folder = tmp_path / "custom"
-    (folder / "metrics").mkdir(parents=True)
-    (folder / "metrics" / "custom.prom").write_text("\n".join(lines) + "\n")
-    call_command(
-        "ingest",
-        str(folder),
-        incident="custom",
-        team=team.name,
-        stdout=StringIO(),
-        stderr=StringIO(),
-    )
-    return Incident.objects.get(slug="custom")
 
 
 def test_custom_metrics_show_and_the_pick_survives_a_reload(page_at, live_server, custom):

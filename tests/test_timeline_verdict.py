@@ -5,23 +5,22 @@ version endpoint (test client, real Postgres)."""
 from __future__ import annotations
 
 import json
-from io import StringIO
-from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 
 from evidence.vocabulary import EventKind, Lane
+from tests.conftest import CUSTOM_METRICS
 from timeline import charts
-from timeline.figure_data import incident_span, merged_changes
+from timeline.analysis import merged_changes
+from timeline.figure_data import incident_span
 from timeline.forms import parse_utc
-from timeline.models import ConfigChange, Event, Incident
+from timeline.models import ConfigChange, Event
 from timeline.services import incident_create, note_add
 from timeline.verdict import contribution, strongest_reasons
 
 CULPRIT = "SGLANG_SM120_MMA_TARGET_CTAS"
-CUSTOM = ("vllm:custom_kv_blocks_used", "vllm:custom_spec_accept_rate")
+CUSTOM = CUSTOM_METRICS
 
 
 @pytest.fixture
@@ -180,27 +179,6 @@ def test_a_dropped_requests_detail_says_it_was_dropped(alice, loaded):
     assert "Dropped:" in html and "never finished" in html
     assert f"Received {event.at:%Y-%m-%d %H:%M:%S} UTC" in html
     assert "the server kept logging for" in html
-
-
-@pytest.fixture
-def custom(db, team, user, tmp_path: Path) -> Incident:
-    """An incident whose only metrics are custom ones (none the analysis reads)."""
-    lines = []
-    for name in CUSTOM:
-        lines += [f"# TYPE {name} gauge"]
-        lines += [f'{name}{{pod="a"}} {i % 7}.0 {1795190400000 + i * 1000}' for i in range(600)]
-    folder = tmp_path / "custom"
-    (folder / "metrics").mkdir(parents=True)
-    (folder / "metrics" / "custom.prom").write_text("\n".join(lines) + "\n")
-    call_command(
-        "ingest",
-        str(folder),
-        incident="custom",
-        team=team.name,
-        stdout=StringIO(),
-        stderr=StringIO(),
-    )
-    return Incident.objects.get(slug="custom")
 
 
 def test_custom_metrics_are_not_called_missing_and_are_shown_and_kept(alice, custom):
