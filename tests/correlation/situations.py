@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 from collections.abc import Callable
+from dataclasses import replace
 
 from evidence.vocabulary import SymptomKind
 from tests.correlation.livestory import (
@@ -251,16 +252,8 @@ def crash_only(d: Draw) -> Scenario:
 
 def logs_without_metrics(d: Draw) -> Scenario:
     s = decoys_ran_cleanly(d)
-    return Scenario(
-        "logs without metrics",
-        d.tz,
-        s.plans,
-        s.culprit,
-        s.bad,
-        symptom=SymptomKind.DROPPED_REQUEST,
-        trigger=s.trigger,
-        metrics=False,
-        seed=d.seed,
+    return replace(
+        s, name="logs without metrics", symptom=SymptomKind.DROPPED_REQUEST, metrics=False
     )
 
 
@@ -284,18 +277,7 @@ def metrics_without_logs(d: Draw) -> Scenario:
 
 
 def no_harness(d: Draw) -> Scenario:
-    s = committed_not_deployed(d)
-    return Scenario(
-        "no harness",
-        d.tz,
-        s.plans,
-        s.culprit,
-        s.bad,
-        unrun=s.unrun,
-        trigger=s.trigger,
-        harness=False,
-        seed=d.seed,
-    )
+    return replace(committed_not_deployed(d), name="no harness", harness=False)
 
 
 def dst_night(d: Draw) -> Scenario:
