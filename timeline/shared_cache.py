@@ -9,6 +9,7 @@ figure served from the cache should cost about one Redis round trip. One client 
 from __future__ import annotations
 
 import functools
+import time
 
 import redis
 from django.conf import settings
@@ -38,3 +39,37 @@ def put(key: str, value: bytes, seconds: int) -> None:
         _client().set(_key(key), value, ex=seconds)
     except redis.RedisError:
         return
+
+
+def claim(key: str, seconds: int) -> bool:
+    """True for the one caller that may build what goes under ``key`` (for ``seconds`` at
+    most); the others wait for it (:func:`wait_for`) instead of building it again. True when
+    Redis does not answer (everyone builds, nothing waits on a cache that is down)."""
+    try:
+        return bool(_client().set(_key(f"building:{key}"), b"1", nx=True, ex=seconds))
+    except redis.RedisError:
+        return True
+
+
+def release(key: str) -> None:
+    try:
+        _client().delete(_key(f"building:{key}"))
+    except redis.RedisError:
+        return
+
+
+def wait_for(key: str, seconds: float) -> bytes | None:
+    """What another caller is building under ``key``, once it is there; None after ``seconds``
+    or when the builder gave up (its claim is gone and nothing was stored)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.02)
+        value = get(key)
+        if value is not None:
+            return value
+        try:
+            if not _client().exists(_key(f"building:{key}")):
+                return get(key)
+        except redis.RedisError:
+            return None
+    return None

@@ -7,6 +7,7 @@ import hashlib
 import json
 from typing import Any
 
+import orjson
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Max, OuterRef, Q, Subquery
@@ -143,6 +144,7 @@ def _parse_time(raw: str | None) -> dt.datetime | None:
 
 
 FIGURE_CACHE_SECONDS = 600
+FIGURE_BUILD_SECONDS = 20
 
 
 @require_GET
@@ -168,24 +170,35 @@ def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
     else:
         key = f"timeline-json:v1:{digest}"
         body = shared_cache.get(key)
+        # Many viewers opening the same window at once: one worker builds it, the others
+        # wait for its body rather than building it too.
+        owner = body is None and shared_cache.claim(key, FIGURE_BUILD_SECONDS)
+        if body is None and not owner:
+            body = shared_cache.wait_for(key, FIGURE_BUILD_SECONDS)
         if body is None:
-            figure = timeline_figure_data(incident, start, end, series=series, version=version)
-            meta = json.dumps(
-                {
-                    "points": {
-                        f"{p.name}{trace_name(p.labels)}": [len(p.ts), p.total]
-                        for p in figure.points
+            try:
+                figure = timeline_figure_data(incident, start, end, series=series, version=version)
+                meta = orjson.dumps(
+                    {
+                        "points": {
+                            f"{p.name}{trace_name(p.labels)}": [len(p.ts), p.total]
+                            for p in figure.points
+                        }
                     }
-                }
-            )
-            body = (
-                '{"figure":'
-                + charts.figure_json(charts.timeline_figure(figure.data))
-                + ',"meta":'
-                + meta
-                + "}"
-            ).encode()
-            shared_cache.put(key, body, FIGURE_CACHE_SECONDS)
+                )
+                body = b"".join(
+                    (
+                        b'{"figure":',
+                        charts.figure_json_bytes(charts.timeline_figure(figure.data)),
+                        b',"meta":',
+                        meta,
+                        b"}",
+                    )
+                )
+                shared_cache.put(key, body, FIGURE_CACHE_SECONDS)
+            finally:
+                if owner:
+                    shared_cache.release(key)
         response = HttpResponse(body, content_type="application/json")
     response["ETag"] = etag
     # Per user (a team's incident) and always revalidated: a cached copy must never hide a
