@@ -211,7 +211,7 @@ def _downsample(
     raw = [s.pk for s in series if s.pk not in columns]
     columns.update(
         (sid, (ts, values, len(ts)))
-        for sid, (ts, values) in reader.samples_read(raw, start, end).items()
+        for sid, (ts, values) in reader.samples_read(raw, start, end, recent=True).items()
     )
     out = []
     for s in sorted(series, key=lambda s: s.pk):
