@@ -315,3 +315,18 @@ def session_cookie(user: object) -> str:
     client = Client()
     client.force_login(user)
     return f"sessionid={client.cookies['sessionid'].value}"
+
+
+def clear_cache() -> None:
+    """Remove this database's entries from the shared Redis cache (its key prefix only:
+    ``cache.clear()`` would empty the whole Redis database, the broker's queues with it)."""
+    import redis
+    from django.conf import settings
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    prefix = settings.CACHES["default"]["KEY_PREFIX"]
+    for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+        client.delete(key)
+    from timeline import figure_data
+
+    figure_data._RECENT.clear()

@@ -82,7 +82,6 @@ def fetchall_downsampled(series: list, start: dt.datetime | None, end: dt.dateti
 
 
 def bench_client(user: object, slug: str, seconds: int, repeat: int) -> dict[str, dict]:
-    from django.core.cache import cache
     from django.test import Client
     from django.urls import reverse
 
@@ -97,7 +96,7 @@ def bench_client(user: object, slug: str, seconds: int, repeat: int) -> dict[str
     )
     for label, window in windows(seconds).items():
         params = {} if window is None else {"start": iso(window[0]), "end": iso(window[1])}
-        cache.clear()  # the first call reads the database; the repeats may hit the cache
+        _common.clear_cache()  # the first call reads the database; repeats may hit the cache
         times = []
         response = None
         for _ in range(repeat):

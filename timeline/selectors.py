@@ -140,16 +140,18 @@ def series_downsampled(
     The window's rows come back packed: one row per series whose timestamps and values the
     server concatenates into two binary strings, read by numpy with no Python object per sample
     (a day of one-second samples on the default panels is ~8M rows). The reduced points are
-    cached per window and per state of the series (their sample counts and last times), so a
-    repeated view of a big window costs no scan; loading more samples into a series changes
-    the key."""
+    cached per state of the series (their sample counts and last times) for the whole span,
+    which every viewer opens and each new note or analysis redraws; loading more samples into
+    a series changes the key. Zooms are not: their windows rarely repeat, and the built
+    figure of one that was slow is kept by timeline.views.incidents.timeline_data."""
     if not series:
         return []
-    key = _downsample_cache_key(series, start, end, max_points)
-    cached = cache.get(key)
+    whole = start is None and end is None
+    key = _downsample_cache_key(series, start, end, max_points) if whole else ""
+    cached = cache.get(key) if whole else None
     if cached is None:
         cached = _downsample(series, start, end, max_points)
-        if sum(total for *_, total in cached) >= DOWNSAMPLE_CACHE_MIN_ROWS:
+        if whole and sum(total for *_, total in cached) >= DOWNSAMPLE_CACHE_MIN_ROWS:
             cache.set(key, cached, DOWNSAMPLE_CACHE_SECONDS)
     by_id = {s.pk: s for s in series}
     return [
