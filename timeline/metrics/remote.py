@@ -173,7 +173,9 @@ def peak_query(query: str, step: float, resolution: float = 0.0) -> str:
     A selector's step covers its raw samples (``max_over_time(sel[step])``); any other
     expression is a subquery evaluated ``EXPR_SUBSTEPS`` times per step (never finer than the
     data or one second)."""
-    s = f"{round(step)}s"
+    # A millisecond short of the step: Prometheus 2 includes both ends of a range, and a
+    # sample on a step boundary would be counted in two steps.
+    s = f"{round(step * 1000) - 1}ms"
     if is_selector(query):
         inner = f"{query.strip()}[{s}]"
     else:
@@ -326,12 +328,12 @@ def figure_panels(
     title). A series whose server failed shows the server's words on its panel instead.
 
     The window is [start, end]; a missing end is taken from ``span`` (the figure's own span of
-    the incident), else the last few hours."""
+    the incident), else from its marks, else it is the last few hours."""
     remotes = list(RemoteSeries.objects.filter(incident=incident).select_related("source"))
     if not remotes:
         return panels
     now = timezone.now()
-    whole = span(incident) if start is None or end is None else None
+    whole = span(incident) or incident_window(incident) if start is None or end is None else None
     lo = start or (whole[0] if whole else now - FALLBACK_WINDOW)
     hi = end or (whole[1] if whole else now)
     if hi <= lo:
