@@ -97,7 +97,8 @@ def _figure(client: Any, incident: Any, start: dt.datetime, end: dt.datetime) ->
 
 
 def _lines(figure: dict[str, Any]) -> list[dict[str, Any]]:
-    return [t for t in figure["data"] if t.get("mode") == "lines"]
+    """The metric traces that hold points (a panel with only a message has an empty one)."""
+    return [t for t in figure["data"] if t.get("mode") == "lines" and len(t["y"])]
 
 
 def _messages(figure: dict[str, Any]) -> list[str]:
@@ -130,6 +131,25 @@ def test_a_selector_is_asked_for_its_raw_samples_and_an_expression_as_a_subquery
     assert "max_over_time((sum(up))[299999ms:15s])" in remote.peak_query("sum(up)", 300)
     assert remote.selector_name('sglang:num_running_reqs{tp="0"}') == "sglang:num_running_reqs"
     assert remote.selector_name("sum(up)") == ""
+
+
+def test_each_step_is_drawn_as_its_minimum_and_maximum_in_the_order_the_line_goes() -> None:
+    result = [
+        {
+            "metric": {"i": "a", "timeline_peak": "max"},
+            "values": [[60, "5"], [120, "9"], [180, "3"]],
+        },
+        {
+            "metric": {"i": "a", "timeline_peak": "min"},
+            "values": [[60, "1"], [120, "9"], [180, "2"]],
+        },
+    ]
+    (trace,) = remote.merge_peaks(result, 60)
+    assert trace.labels == {"i": "a"}
+    # Rising into the second step: minimum then maximum; the flat step is one point; falling
+    # out of it: maximum then minimum.
+    assert trace.values.tolist() == [1, 5, 9, 3, 2]
+    assert trace.ts_ms.tolist() == [15_000, 45_000, 90_000, 135_000, 165_000]
 
 
 # --- the timeline ------------------------------------------------------------------------------
@@ -249,6 +269,17 @@ def test_a_failing_server_puts_its_error_on_its_panel_and_the_rest_draws(
     assert "parse error" in broken
     assert "<b>" not in broken and "&lt;b&gt;" in broken  # escaped for Plotly
     assert any("cannot connect" in m for m in messages)
+
+
+def test_a_query_answering_too_many_series_draws_the_first_and_says_so(
+    client: Any, user: Any, incident: Any, prometheus: PrometheusServer, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(remote, "MAX_TRACES", 2)
+    _remote(incident, _source(incident, prometheus.url), title="Fleet")
+    client.force_login(user)
+    figure = _figure(client, incident, START, END)
+    assert len(_lines(figure)) == 2
+    assert any("showing 2 of 3 series" in m for m in _messages(figure))
 
 
 def test_the_postmortem_export_embeds_what_it_fetched(

@@ -212,7 +212,9 @@ def merge_peaks(result: list[dict[str, Any]], step: float) -> list[Trace]:
         lo = np.array([peaks["min"].get(t, peaks["max"].get(t, np.nan)) for t in times])
         # The step evaluated at t covers (t - step, t]: the two points sit at its quarters.
         mid = (hi + lo) / 2
-        rising = np.append(np.diff(mid) >= 0, True)  # heading up: the minimum first
+        # Heading up to the next step: the minimum first (the last step goes on as it came).
+        rising = np.diff(mid) >= 0
+        rising = np.append(rising, rising[-1] if rising.size else True)
         first = np.where(rising, lo, hi)
         second = np.where(rising, hi, lo)
         same = (hi == lo) | np.isnan(hi) | np.isnan(lo)
@@ -359,7 +361,17 @@ def figure_panels(
             panel = out[at]
             joined = "; ".join(filter(None, [panel.message, message]))
             out[at] = charts.Panel(title=title, traces=panel.traces + traces, message=joined)
-    return out
+    # Plotly draws no axes for a panel without a trace: an empty one keeps its message in place.
+    return [
+        p
+        if p.traces
+        else charts.Panel(
+            title=p.title,
+            traces=[charts.Trace(name=p.title, ts_ms=np.zeros(0, np.int64), values=np.zeros(0))],
+            message=p.message,
+        )
+        for p in out
+    ]
 
 
 def _labels_text(labels: dict[str, str]) -> str:
