@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from ingest.clients.prometheus import PrometheusError, public_url
@@ -49,25 +49,41 @@ def remote_series_add(
         resolution = remote.probe(remote.server_for(source, timeout=PROBE_TIMEOUT_S), query, at=at)
     except PrometheusError as exc:
         raise IngestError(f"{public_url(source.url)} refused the query: {exc}") from None
-    with transaction.atomic():
-        series = RemoteSeries.objects.create(
-            incident=incident,
-            source=source,
-            query=query,
-            name=name or remote.selector_name(query),
-            title=title,
-            resolution_s=resolution,
-            created_by=actor_or_none(user),
-        )
-        audit(
-            incident=incident,
-            actor=user,
-            action="remote_series.add",
-            target=f"remote_series:{series.pk}",
-            data={"source": source.name, "query": query, "name": series.name, "title": title},
-        )
-        if series.name in ENGINE_SERIES:
-            analysis_request(incident_id=incident.pk)
+    try:
+        with transaction.atomic():
+            series = _create(incident, source, query, name, title, resolution, user)
+    except IntegrityError:  # added by someone else while the server was being asked
+        raise IngestError(f"the incident already draws this query from {source.name}") from None
+    return series
+
+
+def _create(
+    incident: Incident,
+    source: DataSource,
+    query: str,
+    name: str,
+    title: str,
+    resolution: float,
+    user: Any,
+) -> RemoteSeries:
+    series = RemoteSeries.objects.create(
+        incident=incident,
+        source=source,
+        query=query,
+        name=name or remote.selector_name(query),
+        title=title,
+        resolution_s=resolution,
+        created_by=actor_or_none(user),
+    )
+    audit(
+        incident=incident,
+        actor=user,
+        action="remote_series.add",
+        target=f"remote_series:{series.pk}",
+        data={"source": source.name, "query": query, "name": series.name, "title": title},
+    )
+    if series.name in ENGINE_SERIES:
+        analysis_request(incident_id=incident.pk)
     return series
 
 
