@@ -411,3 +411,32 @@ def test_the_command_adds_lists_and_removes(
     call_command("remote_series", incident=incident.slug, remove=series.pk, stdout=StringIO())
     assert not RemoteSeries.objects.exists()
     assert AuditEntry.objects.filter(action__startswith="remote_series.").count() == 2
+
+
+@pytest.mark.browser
+def test_the_page_draws_a_remote_panel_and_a_failing_one_with_its_error(
+    logged_in_page: Any, live_server: Any, incident: Any, prometheus: PrometheusServer
+) -> None:
+    from tests.conftest import screenshot
+
+    incident.last_good_at, incident.first_bad_at = START, END
+    incident.save()
+    _remote(incident, _source(incident, prometheus.url), title="Fleet GPU", resolution_s=SCRAPE_S)
+    dead = _source(incident, f"http://127.0.0.1:{free_port()}", name="dead")
+    _remote(incident, dead, title="Dead server")
+    page = logged_in_page
+    page.goto(f"{live_server.url}/incidents/{incident.slug}/")
+    page.wait_for_selector("#timeline-chart[data-state=ready]")
+    svg = page.locator("#timeline-chart .main-svg").first.inner_html()
+    texts = page.eval_on_selector_all(
+        "#timeline-chart .annotation-text", "els => els.map(e => e.textContent)"
+    )
+    screenshot(page, "timeline-remote-series")
+    assert "Fleet GPU" in texts and "Dead server" in texts
+    assert any("cannot connect" in t for t in texts)
+    drawn = page.evaluate(
+        "() => document.getElementById('timeline-chart').data"
+        ".filter(t => t.mode === 'lines' && t.y.length).map(t => t.y.length)"
+    )
+    assert len(drawn) == 3 and all(n <= 1500 for n in drawn)
+    assert "<b>" not in svg
