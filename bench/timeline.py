@@ -17,10 +17,7 @@ import argparse
 import datetime as dt
 import http.client
 import json
-import os
 import random
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -164,12 +161,6 @@ def bench_selector(incident: object, seconds: int, repeat: int) -> dict[str, tup
     return out
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def load_run(
     user: object,
     slug: str,
@@ -179,43 +170,11 @@ def load_run(
     workers: int,
     budget_s: float,
 ) -> dict[str, float]:
-    from django.test import Client
     from django.urls import reverse
 
-    session = Client()
-    session.force_login(user)
-    cookie = f"sessionid={session.cookies['sessionid'].value}"
+    cookie = _common.session_cookie(user)
     path = reverse("timeline_data", args=[slug])
-    port = free_port()
-    env = os.environ.copy()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "timeline.wsgi",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(workers),
-            "--timeout",
-            "120",
-            "--log-level",
-            "warning",
-        ],
-        cwd=_common.ROOT,
-        env=env,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("gunicorn did not start") from None
-                time.sleep(0.2)
+    with _common.gunicorn(workers) as port:
         rng = random.Random(1)
         # Each client: the whole day first, then zooms somewhere in it (as a user does).
         plans = []
@@ -262,9 +221,6 @@ def load_run(
         for t in threads:
             t.join(timeout=budget_s + 150)
         wall = time.perf_counter() - started
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
     p50, p99 = _common.percentiles(latencies) if latencies else (float("nan"),) * 2
     print(f"\nload run: gunicorn {workers} workers, {clients} clients x {per_client} requests")
     print(

@@ -71,14 +71,9 @@ def prometheus(blocks: Path, tmp_path: Path) -> Iterator[PrometheusServer]:
     server.stop()
 
 
-@pytest.fixture(autouse=True)
-def _empty_cache() -> Iterator[None]:
-    cache.clear()
-    yield
-    cache.clear()
-
-
 def _source(incident: Any, url: str, name: str = "fleet", **secret: str) -> DataSource:
+    """A new data source: answers are cached under its id and URL (a fresh port), so no two
+    tests share them and the cache (the broker's Redis too) is never cleared."""
     return DataSource.objects.create(team=incident.team, name=name, url=url, **secret)
 
 
@@ -440,3 +435,24 @@ def test_the_page_draws_a_remote_panel_and_a_failing_one_with_its_error(
     )
     assert len(drawn) == 3 and all(n <= 1500 for n in drawn)
     assert "<b>" not in svg
+
+
+def test_the_cached_figure_neither_hides_a_new_remote_series_nor_keeps_its_answer_too_long(
+    client: Any, user: Any, incident: Any, prometheus: PrometheusServer, monkeypatch: Any
+) -> None:
+    client.force_login(user)
+    assert _lines(_figure(client, incident, START, END)) == []  # cached without remote series
+    assert remote.figure_token(incident) == ""
+    incident.last_good_at = START  # the window the server is asked about
+    incident.save()
+    url = reverse("remote_series_new", args=[incident.slug])
+    client.post(url, {"source": _source(incident, prometheus.url).pk, "query": QUERY})
+    assert len(_lines(_figure(client, incident, START, END))) == 3  # a new version
+    # The figure's key also moves on every NOW_TTL_S: a window reaching now is asked again.
+    monkeypatch.setattr(remote, "NOW_TTL_S", 1)
+    token = remote.figure_token(incident)
+    assert token.startswith("remote:")
+    import time
+
+    time.sleep(1.1)
+    assert remote.figure_token(incident) != token

@@ -23,7 +23,7 @@ import datetime as dt
 import hashlib
 import logging
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -315,13 +315,23 @@ def fetch_window(
     return out
 
 
+def figure_token(incident: Incident) -> str:
+    """What a cached figure of the incident must also be keyed by: empty when it has no remote
+    series, else the current NOW_TTL_S period (their answers for a window reaching "now", and
+    a failed server's error, are good for about that long; the rest comes from this module's
+    cache when the figure is built again)."""
+    if not RemoteSeries.objects.filter(incident=incident).exists():
+        return ""
+    return f"remote:{int(timezone.now().timestamp() // NOW_TTL_S)}"
+
+
 def figure_panels(
     incident: Incident,
     panels: list[charts.Panel],
     start: dt.datetime | None,
     end: dt.datetime | None,
     *,
-    span: Callable[[Incident], tuple[dt.datetime, dt.datetime] | None],
+    span: tuple[dt.datetime, dt.datetime] | None,
     titles: dict[str, str],
     max_points: int,
 ) -> list[charts.Panel]:
@@ -335,7 +345,7 @@ def figure_panels(
     if not remotes:
         return panels
     now = timezone.now()
-    whole = span(incident) or incident_window(incident) if start is None or end is None else None
+    whole = span or incident_window(incident) if start is None or end is None else None
     lo = start or (whole[0] if whole else now - FALLBACK_WINDOW)
     hi = end or (whole[1] if whole else now)
     if hi <= lo:

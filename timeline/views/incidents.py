@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 from typing import Any
 
+import orjson
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Max, OuterRef, Q, Subquery
@@ -14,20 +16,17 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from evidence.vocabulary import EventKind
-from timeline import access, charts, live_config, selectors
+from timeline import access, charts, live_config, selectors, shared_cache
 from timeline.analysis import current_analysis, merged_changes
 from timeline.choices import EVENT_KIND_CHOICES, LANE_CHOICES, FindingKind, RunStatus
-from timeline.figure_data import (
-    MAX_PICKED_SERIES,
-    timeline_figure_data,
-    trace_name,
-)
+from timeline.figure_data import picked_panels, timeline_figure_data, trace_name
 from timeline.forms import IncidentForm, parse_utc
 from timeline.markdown import render as md
+from timeline.metrics import remote
 from timeline.models import Analysis, Artifact, Event, Finding, Incident
 from timeline.services import ServiceError, incident_create
 from timeline.verdict import verdict, warning_texts
-from timeline.views.live import incident_version
+from timeline.versions import incident_version, version_annotation
 
 
 @require_GET
@@ -119,21 +118,6 @@ def incident_timeline(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
-def picked_panels(asked: list[str], names: list[str]) -> list[str]:
-    """The metric panels to show: those in the address (a choice survives a reload), else
-    the usual ones the incident holds, else its first custom metrics (never an empty chart
-    for an incident whose metrics are all custom)."""
-    known = set(names)
-    picked = [n for n in asked if n in known][:MAX_PICKED_SERIES]
-    if picked:
-        return picked
-    usual = [name for name, _ in selectors.DEFAULT_PANELS if name in known]
-    return usual or names[:DEFAULT_CUSTOM_PANELS]
-
-
-DEFAULT_CUSTOM_PANELS = 4
-
-
 @require_GET
 def analysis_status(request: HttpRequest, slug: str) -> HttpResponse:
     """Polled while an analysis is pending: 204 until the newest requested run has finished,
@@ -160,23 +144,70 @@ def _parse_time(raw: str | None) -> dt.datetime | None:
         return None
 
 
+FIGURE_CACHE_SECONDS = 600
+FIGURE_BUILD_SECONDS = 20
+
+
 @require_GET
 def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
-    """The figure for a time window: events on lanes plus downsampled metric panels."""
-    incident = access.incident_for(request.user, slug)
-    figure = timeline_figure_data(
-        incident,
-        _parse_time(request.GET.get("start")),
-        _parse_time(request.GET.get("end")),
-        series=request.GET.getlist("series"),
-    )
-    body = charts.figure_json(charts.timeline_figure(figure.data))
-    meta = json.dumps(
-        {"points": {f"{p.name}{trace_name(p.labels)}": [len(p.ts), p.total] for p in figure.points}}
-    )
-    return HttpResponse(
-        '{"figure":' + body + ',"meta":' + meta + "}", content_type="application/json"
-    )
+    """The figure for a time window: events on lanes plus downsampled metric panels.
+
+    The body is cached in Redis (shared by every worker) under the incident's version, the
+    window and the picked series, and carries that key as its ETag: a viewer asking again with
+    ``If-None-Match`` gets a body-less 304, another viewer of the same window the cached body;
+    anything new in the incident changes the version, so neither can show a stale figure."""
+    incident = access.incident_for(request.user, slug, annotate={"version": version_annotation()})
+    start = _parse_time(request.GET.get("start"))
+    end = _parse_time(request.GET.get("end"))
+    series = request.GET.getlist("series")
+    version = incident_version(incident)
+    window = f"{start.timestamp() if start else ''}-{end.timestamp() if end else ''}"
+    # Remote series (timeline.metrics.remote) change without the incident: a key of their own.
+    remote_part = remote.figure_token(incident)
+    digest = hashlib.sha256(
+        json.dumps([incident.pk, version, window, series, remote_part]).encode()
+    ).hexdigest()[:32]
+    etag = f'"{digest}"'
+    if etag in {t.strip() for t in request.headers.get("If-None-Match", "").split(",")}:
+        response = HttpResponse(status=304)
+    else:
+        key = f"timeline-json:v1:{digest}"
+        body = shared_cache.get(key)
+        # Many viewers opening the same window at once: one worker builds it, the others
+        # wait for its body rather than building it too.
+        owner = body is None and shared_cache.claim(key, FIGURE_BUILD_SECONDS)
+        if body is None and not owner:
+            body = shared_cache.wait_for(key, FIGURE_BUILD_SECONDS)
+        if body is None:
+            try:
+                figure = timeline_figure_data(incident, start, end, series=series, version=version)
+                meta = orjson.dumps(
+                    {
+                        "points": {
+                            f"{p.name}{trace_name(p.labels)}": [len(p.ts), p.total]
+                            for p in figure.points
+                        }
+                    }
+                )
+                body = b"".join(
+                    (
+                        b'{"figure":',
+                        charts.figure_json_bytes(charts.timeline_figure(figure.data)),
+                        b',"meta":',
+                        meta,
+                        b"}",
+                    )
+                )
+                shared_cache.put(key, body, FIGURE_CACHE_SECONDS)
+            finally:
+                if owner:
+                    shared_cache.release(key)
+        response = HttpResponse(body, content_type="application/json")
+    response["ETag"] = etag
+    # Per user (a team's incident) and always revalidated: a cached copy must never hide a
+    # change.
+    response["Cache-Control"] = "private, no-cache"
+    return response
 
 
 @require_GET
