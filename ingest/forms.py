@@ -46,7 +46,9 @@ class RemoteSeriesForm(forms.Form):
         help_text="The metric it stands for (default: the selector's): puts it on that "
         "metric's panel, and the analysis reads it when it is one it uses.",
     )
-    title = forms.CharField(required=False, max_length=200, help_text="Its panel's title.")
+    title = forms.CharField(
+        required=False, max_length=200, help_text="A panel of its own (empty: its metric's panel)."
+    )
 
     def __init__(self, *args: Any, incident: Incident, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -22,6 +22,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from tests.metrics.prometheus import PrometheusServer, backfill, free_port, openmetrics
+from timeline.charts import plotly_text
 from timeline.metrics import remote
 from timeline.models import AuditEntry, DataSource, RemoteSeries, Series
 
@@ -456,3 +457,21 @@ def test_the_cached_figure_neither_hides_a_new_remote_series_nor_keeps_its_answe
 
     time.sleep(1.1)
     assert remote.figure_token(incident) != token
+
+
+def test_remote_series_named_as_a_metric_share_that_metric_panel(
+    client: Any, user: Any, incident: Any, prometheus: PrometheusServer
+) -> None:
+    source = _source(incident, prometheus.url)
+    _remote(incident, source, name="DCGM_FI_DEV_GPU_UTIL")
+    _remote(incident, source, query="max(fleet_gpu_util)", name="DCGM_FI_DEV_GPU_UTIL")
+    _remote(incident, source, query="min(fleet_gpu_util)", title="Fleet minimum")
+    client.force_login(user)
+    figure = _figure(client, incident, START, END)
+    by_axis: dict[str, int] = {}
+    for t in _lines(figure):
+        by_axis[t["yaxis"]] = by_axis.get(t["yaxis"], 0) + 1
+    assert by_axis == {"y2": 4, "y3": 1}  # three nodes and their maximum; the minimum apart
+    titles = [a["text"] for a in figure["layout"]["annotations"]]
+    assert plotly_text("GPU utilisation (%)") in titles
+    assert "Fleet minimum" in titles
