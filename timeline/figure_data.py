@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
@@ -47,6 +48,21 @@ LEGEND_CHARS = 22
 
 
 def legend_labels(labels: list[dict[str, str]], origins: list[str]) -> list[str]:
+    """Short legend entries for the series of one panel (:func:`_legend_labels`), remembered
+    per set of series: every window of a panel asks the same question."""
+    return list(
+        _legend_labels_of(tuple(tuple(sorted(lab.items())) for lab in labels), tuple(origins))
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _legend_labels_of(
+    labels: tuple[tuple[tuple[str, str], ...], ...], origins: tuple[str, ...]
+) -> tuple[str, ...]:
+    return tuple(_legend_labels([dict(lab) for lab in labels], list(origins)))
+
+
+def _legend_labels(labels: list[dict[str, str]], origins: list[str]) -> list[str]:
     """Short legend entries for the series of one panel: what tells each from the others.
 
     Labels every series shares are left out; when one label alone tells them all apart, that

@@ -222,7 +222,11 @@ def _downsample(
             order = np.argsort(ts, kind="stable")
             ts, values = ts[order], values[order]
         if len(ts) > max_points:
-            finite = np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
+            finite = (
+                values
+                if np.isfinite(values).all()
+                else np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
+            )
             idx = minmax_lttb(np.ascontiguousarray(ts, dtype=np.int64), finite, max_points)
             ts, values = ts[idx], values[idx]
         out.append((s.pk, np.ascontiguousarray(ts), np.ascontiguousarray(values), total))

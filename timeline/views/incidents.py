@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import time
 from typing import Any
 
 import orjson
@@ -146,6 +147,7 @@ def _parse_time(raw: str | None) -> dt.datetime | None:
 
 FIGURE_CACHE_SECONDS = 600
 FIGURE_BUILD_SECONDS = 20
+KEEP_ZOOMS_SLOWER_THAN_S = 0.15
 
 
 @require_GET
@@ -180,6 +182,7 @@ def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
             body = shared_cache.wait_for(key, FIGURE_BUILD_SECONDS)
         if body is None:
             try:
+                began = time.perf_counter()
                 figure = timeline_figure_data(incident, start, end, series=series, version=version)
                 meta = orjson.dumps(
                     {
@@ -198,7 +201,11 @@ def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
                         b"}",
                     )
                 )
-                shared_cache.put(key, body, FIGURE_CACHE_SECONDS)
+                # The whole incident is what every viewer opens first: always kept. A zoom is
+                # kept only when it was slow to build; most are one viewer's, asked once
+                # (their reloads get 304s), and storing 3 MB costs a tenth of building it.
+                if start is None or time.perf_counter() - began > KEEP_ZOOMS_SLOWER_THAN_S:
+                    shared_cache.put(key, body, FIGURE_CACHE_SECONDS)
             finally:
                 if owner:
                     shared_cache.release(key)
