@@ -286,7 +286,8 @@ def gunicorn(workers: int) -> Iterator[int]:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "timeline.wsgi", "--bind", f"127.0.0.1:{port}"]
+        [sys.executable, "-m", "gunicorn", "timeline.wsgi", "--preload"]
+        + ["--bind", f"127.0.0.1:{port}"]
         + ["--workers", str(workers), "--timeout", "120", "--log-level", "warning"],
         cwd=ROOT,
         env=os.environ.copy(),

@@ -58,9 +58,7 @@ def samples_read(
     if not series_ids:
         return {}
     if recent:
-        ids, all_ts, all_values, counts = _decoded_recently(series_ids, start, end)
-        if not len(ids):
-            return {}
+        return _window_of_parts(_decoded_recently(series_ids, start, end), start, end)
     else:
         rows = _chunks(series_ids, start, end)
         if not rows:
@@ -98,10 +96,10 @@ _decoded_lock = threading.Lock()
 
 def _decoded_recently(
     series_ids: Sequence[int], start: dt.datetime | None, end: dt.datetime | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(series id per chunk, times, values, samples per chunk) of the window's chunks, as
-    packing.decode_many gives them, through the recently decoded chunks: one small query for
-    the chunks' identities, one for the bytes of those not decoded here yet."""
+) -> list[tuple[int, tuple[np.ndarray, np.ndarray]]]:
+    """(series id, (times, values)) of each of the window's chunks in series and time order,
+    decoded, through the recently decoded chunks: one small query for the chunks' identities,
+    one for the bytes of those not decoded here yet."""
     global _decoded_size
     params = [list(series_ids), start, end]
     keys: list[_ChunkKey] = [
@@ -155,15 +153,31 @@ def _decoded_recently(
         while _decoded_size > DECODED_CACHE_BYTES and len(_decoded) > len(keys):
             _, (t, v) = _decoded.popitem(last=False)
             _decoded_size -= t.nbytes + v.nbytes
-    if not parts:
-        empty = np.empty(0, dtype=np.int64)
-        return empty, empty, np.empty(0, dtype=np.float64), empty
-    return (
-        np.fromiter((sid for sid, _ in parts), dtype=np.int64, count=len(parts)),
-        np.concatenate([p[0] for _, p in parts]),
-        np.concatenate([p[1] for _, p in parts]),
-        np.fromiter((len(p[0]) for _, p in parts), dtype=np.int64, count=len(parts)),
-    )
+    return parts
+
+
+def _window_of_parts(
+    parts: list[tuple[int, tuple[np.ndarray, np.ndarray]]],
+    start: dt.datetime | None,
+    end: dt.datetime | None,
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Each series' decoded chunks (in time order) cut to the window and joined: only what the
+    window holds is copied."""
+    lo = start.timestamp() * 1000 if start else None
+    hi = end.timestamp() * 1000 if end else None
+    by_series: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for sid, (ts, values) in parts:
+        a = int(ts.searchsorted(lo, "left")) if lo is not None else 0
+        b = int(ts.searchsorted(hi, "right")) if hi is not None else len(ts)
+        if b > a:
+            by_series.setdefault(sid, []).append((ts[a:b], values[a:b]))
+    return {
+        sid: (
+            np.concatenate([t for t, _ in pieces]),
+            np.concatenate([v for _, v in pieces]),
+        )
+        for sid, pieces in by_series.items()
+    }
 
 
 def samples_count(series_ids: Sequence[int] | None = None) -> int:
