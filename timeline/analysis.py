@@ -33,7 +33,7 @@ from timeline.correlation.types import (
     Series,
     Suspect,
 )
-from timeline.metrics import reader
+from timeline.metrics import reader, remote
 from timeline.models import Analysis, ConfigChange, Finding, Incident
 
 # Series the engine reads (wedge detection, load); everything else stays in the database.
@@ -124,16 +124,19 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
             for row in cur.fetchall()
         )
         starts, errors = live_inputs.load_live(cur, incident)
+    # Remote series the engine reads: their raw samples for the incident's window, not stored.
+    remote_series, remote_warnings = remote.engine_series(incident, ENGINE_SERIES)
     return Inputs(
         changes=changes,
         requests=requests,
         log_spans=spans,
-        series=_load_series(incident),
+        series=_load_series(incident) + remote_series,
         harness=harness,
         starts=starts,
         errors=errors,
         marks=Marks(last_good=incident.last_good_at, first_bad=incident.first_bad_at),
         params=params or Params(),
+        warnings=remote_warnings,
     )
 
 

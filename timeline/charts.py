@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import textwrap
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any
@@ -40,6 +41,7 @@ PANEL_PX = 170  # a metric panel's height, unless its legend needs more
 class Panel:
     title: str
     traces: list[Trace]
+    message: str = ""  # plain text shown on the panel (a remote server's error)
 
 
 @dataclass(frozen=True)
@@ -231,6 +233,7 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
         )
     shapes.extend(_line(s.at, SUSPECT_COLOUR, "dot") for s in data.suspects)
     annotations.extend(_suspect_labels(data.suspects))
+    annotations.extend(_panel_messages(data.panels))
     layout.update(
         template=_template(),
         shapes=shapes,
@@ -345,6 +348,24 @@ def _suspect_labels(suspects: list[SuspectLine]) -> list[dict[str, Any]]:
             "name": f"suspect-{s.rank}",
         }
         for i, s in enumerate(suspects)
+    ]
+
+
+def _panel_messages(panels: list[Panel]) -> list[dict[str, Any]]:
+    """Each panel's message (escaped), in the middle of the panel (rows from 2: the lanes are 1)."""
+    return [
+        {
+            "text": "<br>".join(textwrap.wrap(plotly_text(p.message), 110, break_long_words=False)),
+            "xref": f"x{i} domain",
+            "yref": f"y{i} domain",
+            "x": 0.5,
+            "y": 0.5,
+            "showarrow": False,
+            "font": {"size": 12, "color": "#b91c1c"},
+            "name": f"panel-message-{i}",
+        }
+        for i, p in enumerate(panels, start=2)
+        if p.message
     ]
 
 

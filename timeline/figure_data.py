@@ -21,6 +21,7 @@ from evidence.vocabulary import EventKind, Lane, harness_failed
 from timeline import charts, live_config, selectors
 from timeline.analysis import change_title, current_analysis, merged_changes
 from timeline.choices import FindingKind
+from timeline.metrics import remote
 from timeline.models import Event, Incident, Note, Series
 from timeline.verdict import TOP_SUSPECTS_ON_CHARTS
 from timeline.versions import incident_version
@@ -372,6 +373,10 @@ def timeline_figure_data(
         ]
         if traces:
             panels.append(charts.Panel(title=titles.get(name, name), traces=traces))
+    # Remote series, asked of their servers for this window (timeline.metrics.remote).
+    panels = remote.figure_panels(
+        incident, panels, start, end, span=layer.span, titles=titles, max_points=max_points
+    )
     return TimelineFigure(
         data=charts.TimelineData(
             markers=markers,

@@ -10,7 +10,8 @@ from django.db.models.expressions import RawSQL
 from timeline.models import Incident
 
 # The parts and the hash are a database function (migration 0015, which says what each part
-# watches): its queries are planned once per connection, not on each of the page's polls.
+# watches; 0016 adds the remote series): its queries are planned once per connection, not on
+# each of the page's polls.
 VERSION_SQL = "SELECT timeline_incident_version({i})"
 
 

@@ -23,6 +23,7 @@ from timeline.choices import EVENT_KIND_CHOICES, LANE_CHOICES, FindingKind, RunS
 from timeline.figure_data import picked_panels, timeline_figure_data, trace_name
 from timeline.forms import IncidentForm, parse_utc
 from timeline.markdown import render as md
+from timeline.metrics import remote
 from timeline.models import Analysis, Artifact, Event, Finding, Incident
 from timeline.services import ServiceError, incident_create
 from timeline.verdict import verdict, warning_texts
@@ -163,8 +164,10 @@ def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
     series = request.GET.getlist("series")
     version = incident_version(incident)
     window = f"{start.timestamp() if start else ''}-{end.timestamp() if end else ''}"
+    # Remote series (timeline.metrics.remote) change without the incident: a key of their own.
+    remote_part = remote.figure_token(incident)
     digest = hashlib.sha256(
-        json.dumps([incident.pk, version, window, series]).encode()
+        json.dumps([incident.pk, version, window, series, remote_part]).encode()
     ).hexdigest()[:32]
     etag = f'"{digest}"'
     if etag in {t.strip() for t in request.headers.get("If-None-Match", "").split(",")}:
