@@ -22,7 +22,7 @@ from timeline import charts, live_config, selectors
 from timeline.analysis import change_title, current_analysis, merged_changes
 from timeline.choices import FindingKind
 from timeline.metrics import remote
-from timeline.models import Event, Incident, Note, Series
+from timeline.models import Event, Incident, Note, RemoteSeries, Series
 from timeline.verdict import TOP_SUSPECTS_ON_CHARTS
 from timeline.versions import incident_version
 
@@ -148,6 +148,8 @@ class Overlay:
     # Every marker event of the incident when they are few (most incidents), else None and
     # each window queries its own.
     events: list[tuple[charts.Marker, dt.datetime | None]] | None
+    # Its remote series (timeline.metrics.remote), with their servers.
+    remotes: list[RemoteSeries]
 
 
 OVERLAY_CACHE_SECONDS = 3600
@@ -162,7 +164,7 @@ RECENT_OVERLAYS = 16
 
 def overlay(incident: Incident, version: str) -> Overlay:
     """The incident's :class:`Overlay` at ``version`` (timeline.versions.incident_version)."""
-    key = f"figure-overlay:v2:{incident.pk}:{version}"
+    key = f"figure-overlay:v3:{incident.pk}:{version}"
     got = _RECENT.get(key)
     if got is None:
         got = cache.get(key)
@@ -249,6 +251,7 @@ def _overlay(incident: Incident) -> Overlay:
         span=incident_span(incident),
         series=list(Series.objects.filter(incident=incident).order_by("name", "id")),
         events=_event_markers(incident, None, None, limit=OVERLAY_EVENTS),
+        remotes=remote.of_incident(incident),
     )
 
 
@@ -375,7 +378,14 @@ def timeline_figure_data(
             panels.append(charts.Panel(title=titles.get(name, name), traces=traces))
     # Remote series, asked of their servers for this window (timeline.metrics.remote).
     panels = remote.figure_panels(
-        incident, panels, start, end, span=layer.span, titles=titles, max_points=max_points
+        incident,
+        panels,
+        start,
+        end,
+        span=layer.span,
+        titles=titles,
+        max_points=max_points,
+        remotes=layer.remotes,
     )
     return TimelineFigure(
         data=charts.TimelineData(

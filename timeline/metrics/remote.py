@@ -315,12 +315,19 @@ def fetch_window(
     return out
 
 
-def figure_token(incident: Incident) -> str:
-    """What a cached figure of the incident must also be keyed by: empty when it has no remote
-    series, else the current NOW_TTL_S period (their answers for a window reaching "now", and
-    a failed server's error, are good for about that long; the rest comes from this module's
-    cache when the figure is built again)."""
-    if not RemoteSeries.objects.filter(incident=incident).exists():
+def of_incident(incident: Incident) -> list[RemoteSeries]:
+    """The incident's remote series with their servers, for figure_panels and figure_token."""
+    return list(
+        RemoteSeries.objects.filter(incident=incident).select_related("source").order_by("id")
+    )
+
+
+def figure_token(remotes: list[RemoteSeries]) -> str:
+    """What a cached figure of an incident with these remote series must also be keyed by:
+    empty when it has none, else the current NOW_TTL_S period (their answers for a window
+    reaching "now", and a failed server's error, are good for about that long; the rest comes
+    from this module's cache when the figure is built again)."""
+    if not remotes:
         return ""
     return f"remote:{int(timezone.now().timestamp() // NOW_TTL_S)}"
 
@@ -334,14 +341,15 @@ def figure_panels(
     span: tuple[dt.datetime, dt.datetime] | None,
     titles: dict[str, str],
     max_points: int,
+    remotes: list[RemoteSeries],
 ) -> list[charts.Panel]:
     """``panels`` with the incident's remote series drawn in: on the panel of their metric when
     the figure has it (``titles`` names the usual ones), else on a panel of their own (one per
     title). A series whose server failed shows the server's words on its panel instead.
+    ``remotes``: the incident's (:func:`of_incident`, kept in the figure's overlay).
 
     The window is [start, end]; a missing end is taken from ``span`` (the figure's own span of
     the incident), else from its marks, else it is the last few hours."""
-    remotes = list(RemoteSeries.objects.filter(incident=incident).select_related("source"))
     if not remotes:
         return panels
     now = timezone.now()

@@ -20,11 +20,11 @@ from evidence.vocabulary import EventKind
 from timeline import access, charts, live_config, selectors, shared_cache
 from timeline.analysis import current_analysis, merged_changes
 from timeline.choices import EVENT_KIND_CHOICES, LANE_CHOICES, FindingKind, RunStatus
-from timeline.figure_data import picked_panels, timeline_figure_data, trace_name
+from timeline.figure_data import overlay, picked_panels, timeline_figure_data, trace_name
 from timeline.forms import IncidentForm, parse_utc
 from timeline.markdown import render as md
 from timeline.metrics import remote
-from timeline.models import Analysis, Artifact, Event, Finding, Incident
+from timeline.models import Analysis, Artifact, Event, Finding, Incident, RemoteSeries
 from timeline.services import ServiceError, incident_create
 from timeline.verdict import verdict, warning_texts
 from timeline.versions import incident_version, version_annotation
@@ -112,7 +112,9 @@ def incident_timeline(request: HttpRequest, slug: str) -> HttpResponse:
             "kinds": EVENT_KIND_CHOICES,
             "series_names": series_names,
             "default_panels": picked_panels(request.GET.getlist("series"), series_names),
-            "has_data": bool(artifacts) or Event.objects.filter(incident=incident).exists(),
+            "has_data": bool(artifacts)
+            or Event.objects.filter(incident=incident).exists()
+            or RemoteSeries.objects.filter(incident=incident).exists(),
             # what the page shows; its script polls for a newer one (timeline/views/live.py)
             "version": incident_version(incident),
         },
@@ -165,7 +167,7 @@ def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
     version = incident_version(incident)
     window = f"{start.timestamp() if start else ''}-{end.timestamp() if end else ''}"
     # Remote series (timeline.metrics.remote) change without the incident: a key of their own.
-    remote_part = remote.figure_token(incident)
+    remote_part = remote.figure_token(overlay(incident, version).remotes)
     digest = hashlib.sha256(
         json.dumps([incident.pk, version, window, series, remote_part]).encode()
     ).hexdigest()[:32]
