@@ -179,7 +179,10 @@ def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
         body = shared_cache.get(key)
         # Many viewers opening the same window at once: one worker builds it, the others
         # wait for its body rather than building it too.
-        owner = body is None and shared_cache.claim(key, FIGURE_BUILD_SECONDS)
+        # (Zooms are built by whoever asks: two viewers rarely ask for the same one at once.)
+        owner = body is None and (
+            start is not None or shared_cache.claim(key, FIGURE_BUILD_SECONDS)
+        )
         if body is None and not owner:
             body = shared_cache.wait_for(key, FIGURE_BUILD_SECONDS)
         if body is None:
@@ -209,7 +212,7 @@ def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
                 if start is None or time.perf_counter() - began > KEEP_ZOOMS_SLOWER_THAN_S:
                     shared_cache.put(key, body, FIGURE_CACHE_SECONDS)
             finally:
-                if owner:
+                if owner and start is None:
                     shared_cache.release(key)
         response = HttpResponse(body, content_type="application/json")
     response["ETag"] = etag
