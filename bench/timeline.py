@@ -160,6 +160,13 @@ def bench_selector(incident: object, seconds: int, repeat: int) -> dict[str, tup
     return out
 
 
+def _span(query: str) -> int:
+    """Seconds between the start and end of a load run's query string."""
+    parts = dict(p.split("=", 1) for p in query.lstrip("?").split("&"))
+    start, end = (dt.datetime.fromisoformat(parts[k]) for k in ("start", "end"))
+    return int((end - start).total_seconds())
+
+
 def load_run(
     user: object,
     slug: str,
@@ -194,6 +201,7 @@ def load_run(
         first_ms = (time.perf_counter() - started) * 1000
         assert first_body.startswith(b'{"figure"'), first_body[:200]
         latencies: list[float] = []
+        by_kind: dict[str, list[float]] = {}
         errors: list[str] = []
         lock = threading.Lock()
         stop_at = time.monotonic() + budget_s
@@ -216,11 +224,13 @@ def load_run(
                 except OSError as exc:
                     problem = f"{type(exc).__name__}: {exc}"
                 elapsed = time.perf_counter() - started
+                kind = "whole day" if not query else f"{_span(query) // 60} min zoom"
                 with lock:
                     if problem:
                         errors.append(problem)
                     else:
                         latencies.append(elapsed)
+                        by_kind.setdefault(kind, []).append(elapsed)
 
         threads = [threading.Thread(target=run, args=(p,)) for p in plans]
         started = time.perf_counter()
@@ -236,6 +246,9 @@ def load_run(
         f"  {len(latencies)} ok, {len(errors)} errors in {wall:.1f} s "
         f"({len(latencies) / wall:.1f} req/s); p50 {p50:.0f} ms, p99 {p99:.0f} ms"
     )
+    for kind, times in sorted(by_kind.items()):
+        k50, k99 = _common.percentiles(times)
+        print(f"    {kind:<14} {len(times):>4} requests  p50 {k50:6.0f} ms  p99 {k99:6.0f} ms")
     if errors:
         print(f"  first errors: {sorted(set(errors))[:3]}")
     return {

@@ -10,6 +10,7 @@ titles are plain text, escaped here.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import functools
 import textwrap
@@ -97,6 +98,23 @@ def figure_json(fig: dict[str, Any]) -> str:
 def figure_json_bytes(fig: dict[str, Any]) -> bytes:
     """:func:`figure_json` as UTF-8 bytes, for a response body (no 3 MB string copies)."""
     return orjson.dumps(fig, option=orjson.OPT_SERIALIZE_NUMPY, default=_plain)
+
+
+def typed_array(values: np.ndarray) -> dict[str, str]:
+    """A numeric array as Plotly.js's typed-array spec (float64 bytes in base64, decoded by
+    plotly.js into a Float64Array): 1,500 points cost the same bytes as JSON numbers but no
+    number formatting on either side (formatting was the largest part of a zoom's build). Times
+    on date axes go as float64 ms since the epoch, exact to the ms for any date; NaN is a gap,
+    as null was."""
+    data = np.ascontiguousarray(values, dtype="<f8")
+    return {"dtype": "f8", "bdata": base64.b64encode(data.tobytes()).decode("ascii")}
+
+
+def from_typed_array(spec: Any) -> list[float]:
+    """The numbers of :func:`typed_array`'s spec (or of a plain list), for readers in Python."""
+    if isinstance(spec, dict) and "bdata" in spec:
+        return [float(v) for v in np.frombuffer(base64.b64decode(spec["bdata"]), dtype="<f8")]
+    return list(spec)
 
 
 def _plain(value: Any) -> Any:
@@ -291,8 +309,8 @@ def timeline_figure(data: TimelineData) -> dict[str, Any]:
             traces.append(
                 {
                     "type": "scatter",
-                    "x": trace.ts_ms,
-                    "y": trace.values,
+                    "x": typed_array(trace.ts_ms),
+                    "y": typed_array(trace.values),
                     "xaxis": f"x{i}",
                     "yaxis": f"y{i}",
                     "mode": "lines",

@@ -9,6 +9,7 @@ import datetime as dt
 import json
 import logging
 import math
+import re
 import shutil
 from collections.abc import Iterator
 from io import StringIO
@@ -22,6 +23,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from tests.metrics.prometheus import PrometheusServer, backfill, free_port, openmetrics
+from timeline import charts
 from timeline.charts import plotly_text
 from timeline.metrics import remote
 from timeline.models import AuditEntry, DataSource, RemoteSeries, Series
@@ -94,7 +96,12 @@ def _figure(client: Any, incident: Any, start: dt.datetime, end: dt.datetime) ->
 
 def _lines(figure: dict[str, Any]) -> list[dict[str, Any]]:
     """The metric traces that hold points (a panel with only a message has an empty one)."""
-    return [t for t in figure["data"] if t.get("mode") == "lines" and len(t["y"])]
+    lines = [
+        dict(t, x=charts.from_typed_array(t["x"]), y=charts.from_typed_array(t["y"]))
+        for t in figure["data"]
+        if t.get("mode") == "lines"
+    ]
+    return [t for t in lines if len(t["y"])]
 
 
 def _messages(figure: dict[str, Any]) -> list[str]:
@@ -287,7 +294,13 @@ def test_the_postmortem_export_embeds_what_it_fetched(
     client.force_login(user)
     html = client.get(reverse("postmortem_export", args=[incident.slug, "html"])).content.decode()
     prometheus.stop()
-    assert "Fleet" in html and str(SPIKE) in html  # the offline file holds the samples
+    # The offline file holds the samples (metric traces as base64 typed arrays).
+    values = [
+        v
+        for data in re.findall(r'"bdata":"([^"]+)"', html)
+        for v in charts.from_typed_array({"bdata": data})
+    ]
+    assert "Fleet" in html and SPIKE in values
 
 
 # --- adding, removing, access -------------------------------------------------------------------
@@ -431,7 +444,8 @@ def test_the_page_draws_a_remote_panel_and_a_failing_one_with_its_error(
     assert "Fleet GPU" in texts and "Dead server" in texts
     assert any("cannot connect" in t for t in texts)
     drawn = page.evaluate(
-        "() => document.getElementById('timeline-chart').data"
+        # _fullData: the traces as drawn (the JSON's base64 arrays decoded into typed arrays)
+        "() => document.getElementById('timeline-chart')._fullData"
         ".filter(t => t.mode === 'lines' && t.y.length).map(t => t.y.length)"
     )
     assert len(drawn) == 3 and all(n <= 1500 for n in drawn)
