@@ -324,7 +324,9 @@ def clear_cache() -> None:
     from django.conf import settings
 
     client = redis.Redis.from_url(settings.REDIS_URL)
-    prefix = settings.CACHES["default"]["KEY_PREFIX"]
+    from timeline.cachekeys import database_epoch
+
+    prefix = f"{settings.CACHES['default']['KEY_PREFIX']}:{database_epoch()}"
     for key in client.scan_iter(match=f"{prefix}:*", count=1000):
         client.delete(key)
     from timeline import figure_data

@@ -110,12 +110,14 @@ REDIS_URL = env_str("REDIS_URL") or embedded.redis_url()
 CELERY_BROKER_URL = REDIS_URL
 # One cache for every web and worker process (the built timeline figures, downsampled windows,
 # sessions): a per-process cache would build each figure once per gunicorn worker. Keys carry
-# the database's name, so two databases behind one Redis never read each other's entries.
+# the database's name and OID (timeline.cachekeys), so two databases behind one Redis, or a
+# database created again under an old name, never read each other's entries.
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
-        "KEY_PREFIX": f"timeline:{DATABASES['default']['NAME']}",
+        "KEY_PREFIX": "timeline",
+        "KEY_FUNCTION": "timeline.cachekeys.make_key",
         "TIMEOUT": 600,
     }
 }

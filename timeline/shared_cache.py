@@ -2,8 +2,8 @@
 
 Django's cache API pickles every value and makes a new Redis client per call (~0.4 ms); a
 figure served from the cache should cost about one Redis round trip. One client per process
-(redis-py's pool reconnects after a fork), the keys under the same prefix as Django's cache
-(settings.CACHES), so the two never collide and a ``cache.clear()`` does not reach past it.
+(redis-py's pool reconnects after a fork), the keys under the same prefix and database as
+Django's cache (settings.CACHES, timeline.cachekeys).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import time
 import redis
 from django.conf import settings
 
+from timeline.cachekeys import database_epoch
+
 
 @functools.cache
 def _client() -> redis.Redis:
@@ -21,7 +23,8 @@ def _client() -> redis.Redis:
 
 
 def _key(key: str) -> str:
-    return f"{settings.CACHES['default'].get('KEY_PREFIX', '')}:bytes:{key}"
+    prefix = settings.CACHES["default"].get("KEY_PREFIX", "")
+    return f"{prefix}:{database_epoch()}:bytes:{key}"
 
 
 def get(key: str) -> bytes | None:
