@@ -22,12 +22,14 @@ from timeline.models import (
     Analysis,
     Artifact,
     AuditEntry,
+    DataSource,
     Event,
     Evidence,
     Finding,
     Hypothesis,
     Incident,
     Note,
+    RemoteSeries,
 )
 from timeline.services import incident_create
 
@@ -54,6 +56,12 @@ def _world(incident, user) -> tuple[dict[str, str], dict[str, str]]:
     note = Note.objects.create(
         incident=incident, at=dt.datetime(2026, 11, 20, 23, 40, tzinfo=dt.UTC), body="hi"
     )
+    source, _ = DataSource.objects.get_or_create(
+        team=incident.team, name="prom", defaults={"url": "http://127.0.0.1:9/"}
+    )
+    remote = RemoteSeries.objects.create(
+        incident=incident, source=source, query="up", name="up", created_by=user
+    )
     values = {
         "slug": incident.slug,
         "event_id": str(event.pk),
@@ -61,6 +69,7 @@ def _world(incident, user) -> tuple[dict[str, str], dict[str, str]]:
         "hypothesis_id": str(hypothesis.pk),
         "evidence_id": str(evidence.pk),
         "note_id": str(note.pk),
+        "series_id": str(remote.pk),
         "fmt": "md",
         "kind": "events",
     }
