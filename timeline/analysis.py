@@ -23,12 +23,12 @@ from timeline.correlation import weights as correlation_weights
 from timeline.correlation.config_state import merge_changes
 from timeline.correlation.types import (
     Change,
-    HarnessRun,
+    HarnessRuns,
     Inputs,
     LogSpan,
     Marks,
     Params,
-    Request,
+    Requests,
     Result,
     Series,
     Suspect,
@@ -72,28 +72,14 @@ def merged_changes(incident: Incident) -> list[Change]:
 def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
     """Everything the engine needs for one incident, as plain values.
 
-    Requests, log spans and harness runs are read with plain SQL: times as exact integer
-    microseconds since the epoch (a datetime through Django's loader costs several microseconds
-    a row) and only the attrs the engine reads.
+    Requests and harness runs (a million of them in a big incident) come back as columns
+    (:class:`Requests`, :class:`HarnessRuns`): one aggregate row per kind whose numbers are
+    binary arrays decoded by numpy and whose strings are one text each, split once; no Python
+    object per row. Only the attrs the engine reads are extracted, in SQL.
     """
     changes = load_changes(incident)
     with connection.cursor() as cur:
-        cur.execute(
-            "SELECT id, (EXTRACT(EPOCH FROM at) * 1000000)::int8, "
-            "(EXTRACT(EPOCH FROM ends_at) * 1000000)::int8, key, attrs->>'rid', "
-            "jsonb_typeof(attrs->'rid') FROM timeline_event "
-            "WHERE incident_id = %s AND kind = %s ORDER BY at",
-            [incident.pk, EventKind.REQUEST],
-        )
-        requests = tuple(
-            Request(
-                ref=pk,
-                rid=_rid(rid, rid_type, key),
-                received_at=_from_us(at),
-                finished_at=None if ends is None else _from_us(ends),
-            )
-            for pk, at, ends, key, rid, rid_type in cur.fetchall()
-        )
+        requests = _load_requests(cur, incident)
         cur.execute(
             "SELECT id, (EXTRACT(EPOCH FROM at) * 1000000)::int8, "
             "(EXTRACT(EPOCH FROM COALESCE(ends_at, at)) * 1000000)::int8 FROM timeline_event "
@@ -104,25 +90,7 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
             LogSpan(ref=pk, start=_from_us(at), end=_from_us(ends))
             for pk, at, ends in cur.fetchall()
         )
-        cur.execute(
-            "SELECT id, (EXTRACT(EPOCH FROM at) * 1000000)::int8, "
-            "attrs->>'suite', jsonb_typeof(attrs->'suite'), attrs->>'case', "
-            "jsonb_typeof(attrs->'case'), attrs->>'status', jsonb_typeof(attrs->'status'), "
-            "attrs->>'score', jsonb_typeof(attrs->'score') FROM timeline_event "
-            "WHERE incident_id = %s AND kind = %s ORDER BY at",
-            [incident.pk, EventKind.HARNESS_RUN],
-        )
-        harness = tuple(
-            HarnessRun(
-                ref=row[0],
-                at=_from_us(row[1]),
-                suite=_attr_str(row[2], row[3]),
-                case=_attr_str(row[4], row[5]),
-                status=_attr_str(row[6], row[7]),
-                score=_attr_score(row[8], row[9]),
-            )
-            for row in cur.fetchall()
-        )
+        harness = _load_harness(cur, incident)
         starts, errors = live_inputs.load_live(cur, incident)
     return Inputs(
         changes=changes,
@@ -138,6 +106,10 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
 
 
 _UNIX_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+# Binary timestamps count microseconds from 2000-01-01; 'infinity' is the largest int64.
+_PG_EPOCH_US = 946_684_800_000_000
+_PG_INFINITY = np.iinfo(np.int64).max
+_SEP = "\n"
 
 
 def _from_us(us: int) -> dt.datetime:
@@ -149,8 +121,124 @@ def _json(raw: Any) -> Any:
     return json.loads(raw) if isinstance(raw, str | bytes) else raw
 
 
-# The helpers below turn ``attrs->>'name'`` and ``jsonb_typeof(attrs->'name')`` into what the
-# ORM-based loader computed from the decoded attrs, without decoding JSON for the usual types.
+def _int8s(raw: bytes | memoryview | None) -> np.ndarray:
+    """An ``array_send`` of a one-dimensional int8 or timestamptz array with no NULL, as int64
+    (its header: dimensions, NULL flag, element type, then length and lower bound; each
+    element: a length and 8 big-endian bytes)."""
+    if raw is None:
+        return np.zeros(0, dtype=np.int64)
+    head = np.frombuffer(raw, dtype=">i4", count=3)
+    if head[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    if head[0] != 1 or head[1] != 0:
+        raise ValueError("expected a one-dimensional array with no NULL")
+    n = int(np.frombuffer(raw, dtype=">i4", count=1, offset=12)[0])
+    cells = np.frombuffer(raw, dtype=[("len", ">i4"), ("v", ">i8")], count=n, offset=20)
+    return cells["v"].astype(np.int64)
+
+
+def _unix_us(raw: bytes | memoryview | None) -> np.ndarray:
+    """An ``array_send`` of timestamptz as microseconds since the Unix epoch ('infinity' kept
+    as the largest int64)."""
+    pg = _int8s(raw)
+    return np.where(pg == _PG_INFINITY, _PG_INFINITY, pg + _PG_EPOCH_US)
+
+
+def _texts(joined: str | None, n: int) -> list[str] | None:
+    """``string_agg(..., '\\n')`` of n values split back, or None when a value held the
+    separator (the caller then reads those values one row each)."""
+    if n == 0:
+        return []
+    parts = (joined or "").split(_SEP)
+    return parts if len(parts) == n else None
+
+
+def _load_requests(cur: Any, incident: Incident) -> Requests:
+    """The incident's requests in time order (ties by id) as columns. ``rid`` is
+    ``str(attrs.get("rid", key))``: the text when it is a JSON string (nearly always), else
+    worked out in Python for those rows only."""
+    cur.execute(
+        "SELECT array_send(array_agg(id)), array_send(array_agg(at)), "
+        "array_send(array_agg(COALESCE(ends_at, 'infinity'))), "
+        "string_agg(COALESCE(attrs->>'rid', key), %s), "
+        "array_agg(id) FILTER (WHERE jsonb_typeof(attrs->'rid') <> 'string') "
+        "FROM timeline_event WHERE incident_id = %s AND kind = %s",
+        [_SEP, incident.pk, EventKind.REQUEST],
+    )
+    ids_raw, at_raw, ends_raw, rids_joined, odd = cur.fetchone()
+    ids = _int8s(ids_raw)
+    at = _unix_us(at_raw)
+    ends = _unix_us(ends_raw)
+    rids = _texts(rids_joined, ids.size)
+    patch: dict[int, str] = {}
+    if rids is None or odd:
+        cur.execute(
+            "SELECT id, key, attrs->>'rid', jsonb_typeof(attrs->'rid') FROM timeline_event "
+            "WHERE incident_id = %s AND kind = %s AND id = ANY(%s)",
+            [incident.pk, EventKind.REQUEST, ids.tolist() if rids is None else list(odd)],
+        )
+        patch = {pk: _rid(rid, rid_type, key) for pk, key, rid, rid_type in cur.fetchall()}
+        if rids is None:
+            rids = [patch[pk] for pk in ids.tolist()]
+    order = np.lexsort((ids, at))
+    ids, at, ends = ids[order], at[order], ends[order]
+    rid_list = [rids[i] for i in order.tolist()] if rids else []
+    for i in np.flatnonzero(np.isin(ids, list(patch))).tolist() if patch else ():
+        rid_list[i] = patch[int(ids[i])]
+    ends[ends == _PG_INFINITY] = Requests.NOT_FINISHED
+    return Requests(ids, at, ends, rid_list)
+
+
+_HARNESS_STRINGS = ("suite", "case", "status")
+
+
+def _load_harness(cur: Any, incident: Incident) -> HarnessRuns:
+    """The incident's harness runs in time order (ties by id) as columns: ``suite``, ``case``
+    and ``status`` are ``str(attrs.get(name, ""))`` and ``score`` ``attrs.get("score")`` when a
+    number (bools included), as the engine reads them."""
+    cur.execute(
+        "SELECT array_send(array_agg(id)), array_send(array_agg(at)), "
+        "string_agg(COALESCE(attrs->>'suite', ''), %s), "
+        "string_agg(COALESCE(attrs->>'case', ''), %s), "
+        "string_agg(COALESCE(attrs->>'status', ''), %s), "
+        "string_agg(CASE jsonb_typeof(attrs->'score') WHEN 'number' THEN attrs->>'score' "
+        "WHEN 'boolean' THEN (CASE attrs->>'score' WHEN 'true' THEN '1' ELSE '0' END) "
+        "ELSE 'nan' END, ','), "
+        "array_agg(id) FILTER (WHERE jsonb_typeof(attrs->'suite') <> 'string' "
+        "OR jsonb_typeof(attrs->'case') <> 'string' "
+        "OR jsonb_typeof(attrs->'status') <> 'string') "
+        "FROM timeline_event WHERE incident_id = %s AND kind = %s",
+        [_SEP, _SEP, _SEP, incident.pk, EventKind.HARNESS_RUN],
+    )
+    row = cur.fetchone()
+    ids = _int8s(row[0])
+    at = _unix_us(row[1])
+    n = ids.size
+    columns = [_texts(joined, n) for joined in row[2 : 2 + len(_HARNESS_STRINGS)]]
+    scores = np.array(row[5].split(","), dtype=np.float64) if n else np.zeros(0)
+    odd_ids = row[6] or []
+    if odd_ids or any(c is None for c in columns):
+        # A value that is not a JSON string (or holds the separator): these rows one by one.
+        cur.execute(
+            "SELECT id, attrs->>'suite', jsonb_typeof(attrs->'suite'), attrs->>'case', "
+            "jsonb_typeof(attrs->'case'), attrs->>'status', jsonb_typeof(attrs->'status') "
+            "FROM timeline_event WHERE incident_id = %s AND kind = %s AND id = ANY(%s)",
+            [
+                incident.pk,
+                EventKind.HARNESS_RUN,
+                list(odd_ids) if all(c is not None for c in columns) else ids.tolist(),
+            ],
+        )
+        position = {pk: i for i, pk in enumerate(ids.tolist())}
+        filled = [[""] * n if c is None else c for c in columns]
+        for r in cur.fetchall():
+            for k in range(len(_HARNESS_STRINGS)):
+                filled[k][position[r[0]]] = _attr_str(r[1 + 2 * k], r[2 + 2 * k])
+        columns = list(filled)
+    order = np.lexsort((ids, at))
+    picked = order.tolist()
+    suite, case, status = ([c[i] for i in picked] for c in columns)  # type: ignore[index]
+    return HarnessRuns(ids[order], at[order], suite, case, status, scores[order])
 
 
 def _rid(rid: str | None, rid_type: str | None, key: str) -> str:
@@ -161,21 +249,12 @@ def _rid(rid: str | None, rid_type: str | None, key: str) -> str:
 
 
 def _attr_str(text: str | None, json_type: str | None) -> str:
-    """``str(attrs.get(name, ""))``."""
+    """``str(attrs.get(name, ""))`` from ``attrs->>name`` and ``jsonb_typeof(attrs->name)``."""
     if json_type is None:
         return ""
     if json_type == "string":
         return text or ""
     return str(None if text is None else json.loads(text))
-
-
-def _attr_score(text: str | None, json_type: str | None) -> float | None:
-    """``attrs.get("score")`` when it is a number (bools included, as isinstance has it)."""
-    if json_type == "number" and text is not None:
-        return int(text) if text.lstrip("-").isdigit() else float(text)
-    if json_type == "boolean":
-        return text == "true"
-    return None
 
 
 def _load_series(incident: Incident) -> tuple[Series, ...]:

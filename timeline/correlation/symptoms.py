@@ -24,7 +24,17 @@ from numpy.typing import NDArray
 
 from evidence.vocabulary import SymptomKind, harness_failed
 from timeline.correlation.config_state import fmt_duration
-from timeline.correlation.types import HarnessRun, LogSpan, Params, Request, Series, Symptom
+from timeline.correlation.types import (
+    HarnessRun,
+    HarnessRuns,
+    LogSpan,
+    Params,
+    Request,
+    Requests,
+    Series,
+    Symptom,
+    datetimes_of_us,
+)
 
 UTC = dt.UTC
 
@@ -55,6 +65,18 @@ def from_ms(ms: int) -> dt.datetime:
 def _times_ms(times: Sequence[dt.datetime]) -> I64:
     seconds = np.fromiter(map(dt.datetime.timestamp, times), dtype=np.float64, count=len(times))
     return np.rint(seconds * 1000.0).astype(np.int64)
+
+
+def _ms_of_us(us: I64) -> F64:
+    """``t.timestamp() * 1000`` of each microsecond epoch, the same float operations (the
+    int64 -> float64 conversion is exact below 2**53 us, some 285 years)."""
+    ms: F64 = (us / 1e6) * 1000.0
+    return ms
+
+
+def _rint_ms_of_us(us: I64) -> I64:
+    """:func:`_times_ms` of each microsecond epoch, without the datetimes."""
+    return np.rint(_ms_of_us(us)).astype(np.int64)
 
 
 # --- metrics ------------------------------------------------------------------------------------
@@ -288,46 +310,59 @@ def find_dropped_requests(
     """
     if not requests:
         return RequestVerdict([], [])
-    received = _times_ms([r.received_at for r in requests])
-    finished = np.array(
-        [np.nan if r.finished_at is None else r.finished_at.timestamp() * 1000 for r in requests]
-    )
+    table = Requests.of(requests)
+    received = _rint_ms_of_us(table.received_us)
+    done = table.finished
+    finished = np.where(done, _ms_of_us(table.finished_us), np.nan)
     timeout_ms = timeout.total_seconds() * 1000
     deadline = received + np.int64(round(timeout_ms))
-    never = np.isnan(finished)
-    late = ~never & (finished > deadline)
+    never = ~done
+    late = done & (finished > deadline)
     span_starts, span_ends = merge_spans(log_spans)
     covered = _covered(span_starts, span_ends, deadline)
     dropped: list[Symptom] = []
-    unknown: list[Request] = []
     limit = fmt_duration(timeout)
-    for i in np.flatnonzero(late | never):
-        r = requests[int(i)]
-        if r.finished_at is not None:
+    kind = SymptomKind.DROPPED_REQUEST
+    picked = np.flatnonzero(late | (never & covered))
+    rids = table.rid
+    at = datetimes_of_us(table.received_us[picked])
+    is_late = late[picked].tolist()
+    ends_us = table.finished_us[picked]
+    ends = datetimes_of_us(np.where(done[picked], ends_us, 0))
+    for i, ref, received_at, finished_at, was_late in zip(
+        picked.tolist(), table.ref[picked].tolist(), at, ends, is_late, strict=True
+    ):
+        if was_late:
             title = (
-                f"request {r.rid} finished late, {fmt_duration(r.finished_at - r.received_at)}"
+                f"request {rids[i]} finished late, {fmt_duration(finished_at - received_at)}"
                 f" after it was received (timeout {limit})"
             )
-            dropped.append(
-                Symptom(SymptomKind.DROPPED_REQUEST, r.received_at, r.finished_at, title, (r.ref,))
-            )
-        elif covered[i]:
-            title = (
-                f"request {r.rid} never finished: the server kept logging past its {limit} timeout"
-            )
-            dropped.append(
-                Symptom(SymptomKind.DROPPED_REQUEST, r.received_at, None, title, (r.ref,))
-            )
+            dropped.append(Symptom(kind, received_at, finished_at, title, (ref,)))
         else:
-            unknown.append(r)
+            title = (
+                f"request {rids[i]} never finished: the server kept logging past its {limit} "
+                "timeout"
+            )
+            dropped.append(Symptom(kind, received_at, None, title, (ref,)))
+    unknown = [table.row(i) for i in np.flatnonzero(never & ~covered).tolist()]
     return RequestVerdict(dropped, unknown)
 
 
 # --- harness --------------------------------------------------------------------------------------
 
 
+def failed_runs(runs: HarnessRuns) -> NDArray[np.bool_]:
+    """Which runs failed or errored (:func:`harness_failed` once per distinct status)."""
+    failed = {status for status in set(runs.status) if harness_failed(status)}
+    if not failed:
+        return np.zeros(len(runs), dtype=bool)
+    return np.fromiter((s in failed for s in runs.status), dtype=bool, count=len(runs))
+
+
 def find_harness_failures(runs: Sequence[HarnessRun]) -> list[Symptom]:
     """Every harness run with status fail or error."""
+    table = HarnessRuns.of(runs)
+    failed = (table.row(i) for i in np.flatnonzero(failed_runs(table)).tolist())
     return [
         Symptom(
             SymptomKind.HARNESS_FAILURE,
@@ -337,8 +372,7 @@ def find_harness_failures(runs: Sequence[HarnessRun]) -> list[Symptom]:
             + ("" if run.score is None else f" (score {run.score:g})"),
             (run.ref,),
         )
-        for run in runs
-        if harness_failed(run.status)
+        for run in failed
     ]
 
 
@@ -398,8 +432,9 @@ def load_from_requests(requests: Sequence[Request]) -> Load | None:
     """Load = some request in flight, bridging quiet gaps shorter than LOOKBACK."""
     if not requests:
         return None
-    starts = _times_ms([r.received_at for r in requests])
-    ends = _times_ms([r.finished_at or r.received_at for r in requests])
+    table = Requests.of(requests)
+    starts = _rint_ms_of_us(table.received_us)
+    ends = _rint_ms_of_us(np.where(table.finished, table.finished_us, table.received_us))
     order = np.argsort(starts, kind="stable")
     starts, ends = starts[order], np.maximum(ends[order], starts[order])
     reach = np.maximum.accumulate(ends)
