@@ -47,6 +47,7 @@ from timeline.correlation.symptoms import (
     load_from_requests,
     prepare_metrics,
     sort_symptoms,
+    status_is,
 )
 from timeline.correlation.types import (
     Change,
@@ -116,7 +117,8 @@ def _check_requests(inputs: Inputs, warnings: list[str]) -> list[Symptom]:
         )
     verdict = find_dropped_requests(inputs.requests, inputs.log_spans, timeout)
     if verdict.unknown:
-        first = min(verdict.unknown, key=lambda r: r.received_at)
+        unknown = Requests.of(verdict.unknown)
+        first = unknown.row(int(np.argmin(unknown.received_us)))
         warnings.append(
             f"{len(verdict.unknown)} request(s) never finished but the server log does not "
             f"cover {fmt_duration(timeout)} after they were received (first: {first.rid} at "
@@ -198,10 +200,7 @@ def _rule_out_model_quality(
     failed = failed_runs(runs)[order]
     if (window & failed).any():
         return []
-    status = runs.status
-    is_pass = np.fromiter(
-        (status[i] == HarnessStatus.PASS for i in order.tolist()), dtype=bool, count=order.size
-    )
+    is_pass = status_is(runs, lambda s: s == HarnessStatus.PASS)[order]
     passed = np.flatnonzero(window & is_pass)  # positions in time order
     span = f"between {fmt_time(start)} and {fmt_time(end)}"
     if passed.size < MIN_PASSED_RUNS:
@@ -217,7 +216,7 @@ def _rule_out_model_quality(
         )
         return []
     passed_rows = order[passed]
-    suites = sorted({runs.suite[i] for i in passed_rows.tolist()})
+    suites = sorted(set(map(runs.suite.__getitem__, passed_rows.tolist())))
     scores = runs.score[passed_rows]
     scores = scores[~np.isnan(scores)]
     evidence = [

@@ -15,6 +15,7 @@ sample, the latest throughput (or utilisation) sample no older than :data:`LOOKB
 from __future__ import annotations
 
 import datetime as dt
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -296,7 +297,7 @@ class RequestVerdict:
     """What the requests show: dropped (never finished, or late) and those of unknown fate."""
 
     dropped: list[Symptom]
-    unknown: list[Request]
+    unknown: Sequence[Request]  # Requests (columns)
 
 
 def find_dropped_requests(
@@ -309,7 +310,7 @@ def find_dropped_requests(
     may simply have ended.
     """
     if not requests:
-        return RequestVerdict([], [])
+        return RequestVerdict([], ())
     table = Requests.of(requests)
     received = _rint_ms_of_us(table.received_us)
     done = table.finished
@@ -344,19 +345,25 @@ def find_dropped_requests(
                 "timeout"
             )
             dropped.append(Symptom(kind, received_at, None, title, (ref,)))
-    unknown = [table.row(i) for i in np.flatnonzero(never & ~covered).tolist()]
-    return RequestVerdict(dropped, unknown)
+    return RequestVerdict(dropped, table.take(np.flatnonzero(never & ~covered)))
 
 
 # --- harness --------------------------------------------------------------------------------------
 
 
+def status_is(runs: HarnessRuns, wanted: Callable[[str], bool]) -> NDArray[np.bool_]:
+    """Which runs have a status ``wanted`` accepts (asked once per distinct status)."""
+    status = np.array(runs.status, dtype=object)
+    mask = np.zeros(status.size, dtype=bool)
+    for value in set(runs.status):
+        if wanted(value):
+            mask |= status == value
+    return mask
+
+
 def failed_runs(runs: HarnessRuns) -> NDArray[np.bool_]:
-    """Which runs failed or errored (:func:`harness_failed` once per distinct status)."""
-    failed = {status for status in set(runs.status) if harness_failed(status)}
-    if not failed:
-        return np.zeros(len(runs), dtype=bool)
-    return np.fromiter((s in failed for s in runs.status), dtype=bool, count=len(runs))
+    """Which runs failed or errored (:func:`harness_failed`)."""
+    return status_is(runs, harness_failed)
 
 
 def find_harness_failures(runs: Sequence[HarnessRun]) -> list[Symptom]:
@@ -376,9 +383,12 @@ def find_harness_failures(runs: Sequence[HarnessRun]) -> list[Symptom]:
     ]
 
 
+_SYMPTOM_ORDER = operator.attrgetter("at", "kind", "title")
+
+
 def sort_symptoms(symptoms: Sequence[Symptom]) -> list[Symptom]:
     """Symptoms in time order (then kind and title, for a stable order)."""
-    return sorted(symptoms, key=lambda s: (s.at, s.kind, s.title))
+    return sorted(symptoms, key=_SYMPTOM_ORDER)
 
 
 # --- load -----------------------------------------------------------------------------------------

@@ -202,6 +202,13 @@ class Requests(_Table, Sequence[Request]):
     def __len__(self) -> int:
         return len(self.ref)
 
+    def take(self, idx: NDArray[np.intp]) -> Requests:
+        """The requests at these positions, as columns."""
+        rid = self.rid
+        return Requests(
+            self.ref[idx], self.received_us[idx], self.finished_us[idx], [rid[i] for i in idx]
+        )
+
     @property
     def finished(self) -> NDArray[np.bool_]:
         done: NDArray[np.bool_] = self.finished_us != _NO_END
