@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import psycopg
 from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -26,6 +27,7 @@ from timeline.correlation import weights as correlation_weights
 from timeline.correlation.config_state import merge_changes
 from timeline.correlation.types import (
     Change,
+    Floats,
     HarnessRuns,
     Inputs,
     LogSpan,
@@ -35,6 +37,8 @@ from timeline.correlation.types import (
     Result,
     Series,
     Suspect,
+    Texts,
+    Times,
 )
 from timeline.metrics import reader
 from timeline.models import Analysis, ConfigChange, Finding, Incident
@@ -156,40 +160,50 @@ def _texts(joined: str | None, n: int) -> list[str] | None:
     return parts if len(parts) == n else None
 
 
+def _binary_row(query: str, params: list[Any]) -> tuple[Any, ...]:
+    """The one row of an aggregate query, in binary: bytea as bytes (Django's cursor binds on
+    the client, which returns every value as text: bytea hex-encoded, twice the bytes and a
+    decode). Same connection, so the same transaction."""
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cur:
+        cur.execute(query, params, binary=True)
+        row = cur.fetchone()
+    assert row is not None  # an aggregate without GROUP BY always has its row
+    return tuple(row)
+
+
 def _load_requests(cur: Any, incident: Incident) -> Requests:
     """The incident's requests in time order (ties by id) as columns. ``rid`` is
     ``str(attrs.get("rid", key))``: the text when it is a JSON string (nearly always), else
     worked out in Python for those rows only."""
-    cur.execute(
+    ids_raw, at_raw, ends_raw, rids_joined, odd = _binary_row(
         "SELECT array_send(array_agg(id)), array_send(array_agg(at)), "
         "array_send(array_agg(COALESCE(ends_at, 'infinity'))), "
         "string_agg(COALESCE(attrs->>'rid', key), %s), "
         "array_agg(id) FILTER (WHERE jsonb_typeof(attrs->'rid') <> 'string') "
         "FROM timeline_event WHERE incident_id = %s AND kind = %s",
-        [_SEP, incident.pk, EventKind.REQUEST],
+        [_SEP, incident.pk, EventKind.REQUEST.value],
     )
-    ids_raw, at_raw, ends_raw, rids_joined, odd = cur.fetchone()
     ids = _int8s(ids_raw)
     at = _unix_us(at_raw)
     ends = _unix_us(ends_raw)
-    rids = _texts(rids_joined, ids.size)
-    patch: dict[int, str] = {}
-    if rids is None or odd:
-        cur.execute(
-            "SELECT id, key, attrs->>'rid', jsonb_typeof(attrs->'rid') FROM timeline_event "
-            "WHERE incident_id = %s AND kind = %s AND id = ANY(%s)",
-            [incident.pk, EventKind.REQUEST, ids.tolist() if rids is None else list(odd)],
-        )
-        patch = {pk: _rid(rid, rid_type, key) for pk, key, rid, rid_type in cur.fetchall()}
-        if rids is None:
-            rids = [patch[pk] for pk in ids.tolist()]
     order = np.lexsort((ids, at))
     ids, at, ends = ids[order], at[order], ends[order]
-    rid_list = np.array(rids, dtype=object)[order].tolist() if rids else []
-    for i in np.flatnonzero(np.isin(ids, list(patch))).tolist() if patch else ():
-        rid_list[i] = patch[int(ids[i])]
     ends[ends == _PG_INFINITY] = Requests.NOT_FINISHED
-    return Requests(ids, at, ends, rid_list)
+    texts = Texts.split(rids_joined or "", _SEP, len(order))
+    if texts is not None and not odd:
+        return Requests(ids, at, ends, texts.take(order))
+    # A rid that is not a JSON string, or holds the separator: those read one row each.
+    cur.execute(
+        "SELECT id, key, attrs->>'rid', jsonb_typeof(attrs->'rid') FROM timeline_event "
+        "WHERE incident_id = %s AND kind = %s AND id = ANY(%s)",
+        [incident.pk, EventKind.REQUEST, ids.tolist() if texts is None else list(odd)],
+    )
+    patch = {pk: _rid(rid, rid_type, key) for pk, key, rid, rid_type in cur.fetchall()}
+    rids = [""] * len(order) if texts is None else texts.take(order).tolist()
+    for i in np.flatnonzero(np.isin(ids, list(patch))).tolist():
+        rids[i] = patch[int(ids[i])]
+    return Requests(ids, at, ends, rids)
 
 
 _HARNESS_STRINGS = ("suite", "case", "status")
@@ -199,7 +213,7 @@ def _load_harness(cur: Any, incident: Incident) -> HarnessRuns:
     """The incident's harness runs in time order (ties by id) as columns: ``suite``, ``case``
     and ``status`` are ``str(attrs.get(name, ""))`` and ``score`` ``attrs.get("score")`` when a
     number (bools included), as the engine reads them."""
-    cur.execute(
+    row = _binary_row(
         "SELECT array_send(array_agg(id)), array_send(array_agg(at)), "
         "string_agg(COALESCE(attrs->>'suite', ''), %s), "
         "string_agg(COALESCE(attrs->>'case', ''), %s), "
@@ -211,9 +225,8 @@ def _load_harness(cur: Any, incident: Incident) -> HarnessRuns:
         "OR jsonb_typeof(attrs->'case') <> 'string' "
         "OR jsonb_typeof(attrs->'status') <> 'string') "
         "FROM timeline_event WHERE incident_id = %s AND kind = %s",
-        [_SEP, _SEP, _SEP, incident.pk, EventKind.HARNESS_RUN],
+        [_SEP, _SEP, _SEP, incident.pk, EventKind.HARNESS_RUN.value],
     )
-    row = cur.fetchone()
     ids = _int8s(row[0])
     at = _unix_us(row[1])
     n = ids.size
@@ -260,11 +273,8 @@ def _attr_str(text: str | None, json_type: str | None) -> str:
 
 
 def _load_series(incident: Incident) -> tuple[Series, ...]:
-    """The engine's series with all their samples (timeline.metrics reads them as numpy
-    arrays, with no Python object per sample). The series of one scrape target share their
-    timestamps, so each distinct timestamp column becomes datetimes once and the tuple is
-    shared (the engine then converts it back once too).
-    """
+    """The engine's series with all their samples, as the numpy arrays timeline.metrics reads
+    (:class:`Times` in ms, :class:`Floats`): no Python object per sample."""
     with connection.cursor() as cur:
         cur.execute(
             "SELECT id, name, labels FROM timeline_series WHERE incident_id = %s AND name = ANY(%s)"
@@ -275,7 +285,6 @@ def _load_series(incident: Incident) -> tuple[Series, ...]:
         if not series_rows:
             return ()
     stored = reader.samples_read([row[0] for row in series_rows])
-    shared: dict[bytes, tuple[dt.datetime, ...]] = {}
     out = []
     for series_id, name, labels in series_rows:
         if series_id not in stored:
@@ -284,18 +293,13 @@ def _load_series(incident: Incident) -> tuple[Series, ...]:
         if ts_ms.size > 1 and not (ts_ms[1:] > ts_ms[:-1]).all():
             order = np.argsort(ts_ms, kind="stable")
             ts_ms, values = ts_ms[order], values[order]
-        key = ts_ms.tobytes()
-        ts = shared.get(key)
-        if ts is None:
-            deltas = ts_ms.astype("timedelta64[ms]").tolist()
-            ts = shared[key] = tuple(map(_UNIX_EPOCH.__add__, deltas))
         label_map = _json(labels) or {}
         out.append(
             Series(
                 name=name,
                 labels=tuple(sorted((str(k), str(v)) for k, v in label_map.items())),
-                ts=ts,
-                values=tuple(values.tolist()),
+                ts=Times(ts_ms.astype(np.int64, copy=False)),
+                values=Floats(values.astype(np.float64, copy=False)),
             )
         )
     return tuple(out)

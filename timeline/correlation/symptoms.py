@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 from evidence.vocabulary import SymptomKind, harness_failed
 from timeline.correlation.config_state import fmt_duration
 from timeline.correlation.types import (
+    Floats,
     HarnessRun,
     HarnessRuns,
     LogSpan,
@@ -34,7 +35,9 @@ from timeline.correlation.types import (
     Requests,
     Series,
     Symptom,
+    Times,
     datetimes_of_us,
+    strings_at,
 )
 
 UTC = dt.UTC
@@ -163,7 +166,7 @@ class _TimesCache:
     def __init__(self) -> None:
         self._seen: dict[tuple[int, dt.datetime, dt.datetime], list[tuple[object, I64]]] = {}
 
-    def get(self, times: tuple[dt.datetime, ...]) -> I64:
+    def get(self, times: Sequence[dt.datetime]) -> I64:
         if not times:
             return np.zeros(0, dtype=np.int64)
         candidates = self._seen.setdefault((len(times), times[0], times[-1]), [])
@@ -183,7 +186,10 @@ def prepare_metrics(series: Sequence[Series]) -> Metrics:
     last: int | None = None
     for s in series:
         if s.ts:
-            lo, hi = to_ms(s.ts[0]), to_ms(s.ts[-1])
+            if isinstance(s.ts, Times):
+                lo, hi = int(s.ts.ms[0]), int(s.ts.ms[-1])
+            else:
+                lo, hi = to_ms(s.ts[0]), to_ms(s.ts[-1])
             first = lo if first is None else min(first, lo)
             last = hi if last is None else max(last, hi)
         if s.name == RUNNING:
@@ -194,8 +200,11 @@ def prepare_metrics(series: Sequence[Series]) -> Metrics:
             group = "util"
         else:
             continue
-        ts = converted.get(s.ts)
-        values = np.fromiter(s.values, dtype=np.float64, count=len(s.values))
+        ts = s.ts.ms if isinstance(s.ts, Times) else converted.get(s.ts)
+        if isinstance(s.values, Floats):
+            values = s.values.array
+        else:
+            values = np.fromiter(s.values, dtype=np.float64, count=len(s.values))
         n = min(ts.size, values.size)
         wanted[group].append((ts[:n], values[:n]))
     return Metrics(
@@ -325,24 +334,22 @@ def find_dropped_requests(
     limit = fmt_duration(timeout)
     kind = SymptomKind.DROPPED_REQUEST
     picked = np.flatnonzero(late | (never & covered))
-    rids = table.rid
+    rids = strings_at(table.rid, picked)
     at = datetimes_of_us(table.received_us[picked])
     is_late = late[picked].tolist()
-    ends_us = table.finished_us[picked]
-    ends = datetimes_of_us(np.where(done[picked], ends_us, 0))
-    for i, ref, received_at, finished_at, was_late in zip(
-        picked.tolist(), table.ref[picked].tolist(), at, ends, is_late, strict=True
+    ends = datetimes_of_us(np.where(done[picked], table.finished_us[picked], 0))
+    for rid, ref, received_at, finished_at, was_late in zip(
+        rids, table.ref[picked].tolist(), at, ends, is_late, strict=True
     ):
         if was_late:
             title = (
-                f"request {rids[i]} finished late, {fmt_duration(finished_at - received_at)}"
+                f"request {rid} finished late, {fmt_duration(finished_at - received_at)}"
                 f" after it was received (timeout {limit})"
             )
             dropped.append(Symptom(kind, received_at, finished_at, title, (ref,)))
         else:
             title = (
-                f"request {rids[i]} never finished: the server kept logging past its {limit} "
-                "timeout"
+                f"request {rid} never finished: the server kept logging past its {limit} timeout"
             )
             dropped.append(Symptom(kind, received_at, None, title, (ref,)))
     return RequestVerdict(dropped, table.take(np.flatnonzero(never & ~covered)))

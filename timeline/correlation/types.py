@@ -55,8 +55,8 @@ class Series:
 
     name: str
     labels: tuple[tuple[str, str], ...]
-    ts: tuple[dt.datetime, ...]
-    values: tuple[float, ...]
+    ts: Sequence[dt.datetime]  # a tuple, or Times (int64 ms, as the metrics store keeps them)
+    values: Sequence[float]  # a tuple, or Floats
 
 
 @dataclass(frozen=True)
@@ -158,12 +158,104 @@ class _Table:
         return f"<{type(self).__name__} of {len(self)}>"
 
 
+class Times(_Table, Sequence[dt.datetime]):
+    """Timestamps as an int64 array of milliseconds since the Unix epoch (a series read from
+    the metrics store: millions of samples, no datetime made for each)."""
+
+    __slots__ = ("ms",)
+
+    def __init__(self, ms: NDArray[np.int64]) -> None:
+        self.ms = ms
+
+    def __len__(self) -> int:
+        return len(self.ms)
+
+    def row(self, i: int) -> dt.datetime:
+        return UNIX_EPOCH + dt.timedelta(milliseconds=int(self.ms[i]))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Times):
+            return other is self or bool(np.array_equal(self.ms, other.ms))
+        return super().__eq__(other)
+
+
+class Floats(_Table, Sequence[float]):
+    """Values as a float64 array."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: NDArray[np.float64]) -> None:
+        self.array = array
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    def row(self, i: int) -> float:
+        return float(self.array[i])
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Floats):
+            return bool(np.array_equal(self.array, other.array))
+        return super().__eq__(other)
+
+
+class Texts(_Table, Sequence[str]):
+    """Strings kept as one UTF-8 buffer and each one's [start, end) in it: a million request
+    ids with no str object until one is looked at. ``take`` reorders or picks without
+    copying the buffer."""
+
+    __slots__ = ("buffer", "starts", "ends")
+
+    def __init__(self, buffer: bytes, starts: NDArray[np.int64], ends: NDArray[np.int64]) -> None:
+        self.buffer = buffer
+        self.starts = starts
+        self.ends = ends
+
+    @classmethod
+    def split(cls, joined: str, separator: str, n: int) -> Texts | None:
+        """The n strings ``separator.join`` made ``joined`` into (separator: one ASCII
+        character), or None when there are more pieces than n (a string held it)."""
+        buffer = joined.encode()
+        if n == 0:
+            return cls(buffer, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        cuts = np.flatnonzero(np.frombuffer(buffer, dtype=np.uint8) == ord(separator))
+        if cuts.size != n - 1:
+            return None
+        starts = np.concatenate(([0], cuts + 1)).astype(np.int64)
+        ends = np.concatenate((cuts, [len(buffer)])).astype(np.int64)
+        return cls(buffer, starts, ends)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def row(self, i: int) -> str:
+        return self.buffer[self.starts[i] : self.ends[i]].decode()
+
+    def take(self, idx: NDArray[np.intp]) -> Texts:
+        return Texts(self.buffer, self.starts[idx], self.ends[idx])
+
+    def tolist(self) -> list[str]:
+        buffer = self.buffer
+        return [
+            buffer[a:b].decode()
+            for a, b in zip(self.starts.tolist(), self.ends.tolist(), strict=True)
+        ]
+
+
+def strings_at(strings: Sequence[str], idx: NDArray[np.intp]) -> list[str]:
+    """``[strings[i] for i in idx]``, in bulk for :class:`Texts`."""
+    if isinstance(strings, Texts):
+        return strings.take(idx).tolist()
+    return [strings[i] for i in idx.tolist()]
+
+
 _NO_END = np.iinfo(np.int64).max  # finished_us of a request that never finished
 
 
 class Requests(_Table, Sequence[Request]):
     """Requests as columns: ``ref``, ``received_us`` and ``finished_us`` (microseconds since the
-    Unix epoch; :data:`NOT_FINISHED` for None) as int64 arrays, ``rid`` a list of str."""
+    Unix epoch; :data:`NOT_FINISHED` for None) as int64 arrays, ``rid`` a list of str or
+    :class:`Texts`."""
 
     __slots__ = ("ref", "received_us", "finished_us", "rid")
     NOT_FINISHED = int(_NO_END)
@@ -206,7 +298,10 @@ class Requests(_Table, Sequence[Request]):
         """The requests at these positions, as columns."""
         rid = self.rid
         return Requests(
-            self.ref[idx], self.received_us[idx], self.finished_us[idx], [rid[i] for i in idx]
+            self.ref[idx],
+            self.received_us[idx],
+            self.finished_us[idx],
+            rid.take(idx) if isinstance(rid, Texts) else [rid[i] for i in idx],
         )
 
     @property
