@@ -86,7 +86,7 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
     """
     changes = load_changes(incident)
     with connection.cursor() as cur:
-        requests = _load_requests(cur, incident)
+        requests, harness = _load_requests_and_harness(cur, incident)
         cur.execute(
             "SELECT id, (EXTRACT(EPOCH FROM at) * 1000000)::int8, "
             "(EXTRACT(EPOCH FROM COALESCE(ends_at, at)) * 1000000)::int8 FROM timeline_event "
@@ -97,7 +97,6 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
             LogSpan(ref=pk, start=_from_us(at), end=_from_us(ends))
             for pk, at, ends in cur.fetchall()
         )
-        harness = _load_harness(cur, incident)
         starts, errors = live_inputs.load_live(cur, incident)
     return Inputs(
         changes=changes,
@@ -160,7 +159,7 @@ def _texts(joined: str | None, n: int) -> list[str] | None:
     return parts if len(parts) == n else None
 
 
-def _binary_row(query: str, params: list[Any]) -> tuple[Any, ...]:
+def _binary_row(query: str, params: dict[str, Any]) -> tuple[Any, ...]:
     """The one row of an aggregate query, in binary: bytea as bytes (Django's cursor binds on
     the client, which returns every value as text: bytea hex-encoded, twice the bytes and a
     decode). Same connection, so the same transaction."""
@@ -172,18 +171,47 @@ def _binary_row(query: str, params: list[Any]) -> tuple[Any, ...]:
     return tuple(row)
 
 
-def _load_requests(cur: Any, incident: Incident) -> Requests:
+# One scan for both kinds (each aggregate FILTERed to its kind, whose attrs only its rows
+# decode): requests, then harness runs. A value that is not a JSON string is listed by id (the
+# last column of each kind) and read again on its own.
+_BULK_QUERY = (
+    "SELECT array_send(array_agg(id) FILTER (WHERE kind = %(req)s)), "
+    "array_send(array_agg(at) FILTER (WHERE kind = %(req)s)), "
+    "array_send(array_agg(COALESCE(ends_at, 'infinity')) FILTER (WHERE kind = %(req)s)), "
+    "string_agg(COALESCE(attrs->>'rid', key), %(sep)s) FILTER (WHERE kind = %(req)s), "
+    "array_agg(id) FILTER (WHERE kind = %(req)s AND jsonb_typeof(attrs->'rid') <> 'string'), "
+    "array_send(array_agg(id) FILTER (WHERE kind = %(run)s)), "
+    "array_send(array_agg(at) FILTER (WHERE kind = %(run)s)), "
+    "string_agg(COALESCE(attrs->>'suite', ''), %(sep)s) FILTER (WHERE kind = %(run)s), "
+    "string_agg(COALESCE(attrs->>'case', ''), %(sep)s) FILTER (WHERE kind = %(run)s), "
+    "string_agg(COALESCE(attrs->>'status', ''), %(sep)s) FILTER (WHERE kind = %(run)s), "
+    "string_agg(CASE jsonb_typeof(attrs->'score') WHEN 'number' THEN attrs->>'score' "
+    "WHEN 'boolean' THEN (CASE attrs->>'score' WHEN 'true' THEN '1' ELSE '0' END) "
+    "ELSE 'nan' END, ',') FILTER (WHERE kind = %(run)s), "
+    "array_agg(id) FILTER (WHERE kind = %(run)s AND (jsonb_typeof(attrs->'suite') <> 'string' "
+    "OR jsonb_typeof(attrs->'case') <> 'string' OR jsonb_typeof(attrs->'status') <> 'string')) "
+    "FROM timeline_event WHERE incident_id = %(incident)s AND kind IN (%(req)s, %(run)s)"
+)
+
+
+def _load_requests_and_harness(cur: Any, incident: Incident) -> tuple[Requests, HarnessRuns]:
+    row = _binary_row(
+        _BULK_QUERY,
+        {
+            "req": EventKind.REQUEST.value,
+            "run": EventKind.HARNESS_RUN.value,
+            "sep": _SEP,
+            "incident": incident.pk,
+        },
+    )
+    return _load_requests(cur, incident, row[:5]), _load_harness(cur, incident, row[5:])
+
+
+def _load_requests(cur: Any, incident: Incident, row: tuple[Any, ...]) -> Requests:
     """The incident's requests in time order (ties by id) as columns. ``rid`` is
     ``str(attrs.get("rid", key))``: the text when it is a JSON string (nearly always), else
     worked out in Python for those rows only."""
-    ids_raw, at_raw, ends_raw, rids_joined, odd = _binary_row(
-        "SELECT array_send(array_agg(id)), array_send(array_agg(at)), "
-        "array_send(array_agg(COALESCE(ends_at, 'infinity'))), "
-        "string_agg(COALESCE(attrs->>'rid', key), %s), "
-        "array_agg(id) FILTER (WHERE jsonb_typeof(attrs->'rid') <> 'string') "
-        "FROM timeline_event WHERE incident_id = %s AND kind = %s",
-        [_SEP, incident.pk, EventKind.REQUEST.value],
-    )
+    ids_raw, at_raw, ends_raw, rids_joined, odd = row
     ids = _int8s(ids_raw)
     at = _unix_us(at_raw)
     ends = _unix_us(ends_raw)
@@ -209,24 +237,10 @@ def _load_requests(cur: Any, incident: Incident) -> Requests:
 _HARNESS_STRINGS = ("suite", "case", "status")
 
 
-def _load_harness(cur: Any, incident: Incident) -> HarnessRuns:
+def _load_harness(cur: Any, incident: Incident, row: tuple[Any, ...]) -> HarnessRuns:
     """The incident's harness runs in time order (ties by id) as columns: ``suite``, ``case``
     and ``status`` are ``str(attrs.get(name, ""))`` and ``score`` ``attrs.get("score")`` when a
     number (bools included), as the engine reads them."""
-    row = _binary_row(
-        "SELECT array_send(array_agg(id)), array_send(array_agg(at)), "
-        "string_agg(COALESCE(attrs->>'suite', ''), %s), "
-        "string_agg(COALESCE(attrs->>'case', ''), %s), "
-        "string_agg(COALESCE(attrs->>'status', ''), %s), "
-        "string_agg(CASE jsonb_typeof(attrs->'score') WHEN 'number' THEN attrs->>'score' "
-        "WHEN 'boolean' THEN (CASE attrs->>'score' WHEN 'true' THEN '1' ELSE '0' END) "
-        "ELSE 'nan' END, ','), "
-        "array_agg(id) FILTER (WHERE jsonb_typeof(attrs->'suite') <> 'string' "
-        "OR jsonb_typeof(attrs->'case') <> 'string' "
-        "OR jsonb_typeof(attrs->'status') <> 'string') "
-        "FROM timeline_event WHERE incident_id = %s AND kind = %s",
-        [_SEP, _SEP, _SEP, incident.pk, EventKind.HARNESS_RUN.value],
-    )
     ids = _int8s(row[0])
     at = _unix_us(row[1])
     n = ids.size
