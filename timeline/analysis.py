@@ -11,6 +11,7 @@ import datetime as dt
 import gc
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -82,27 +83,47 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
     Requests and harness runs (a million of them in a big incident) come back as columns
     (:class:`Requests`, :class:`HarnessRuns`): one aggregate row per kind whose numbers are
     binary arrays decoded by numpy and whose strings are one text each, split once; no Python
-    object per row. Only the attrs the engine reads are extracted, in SQL.
+    object per row. Only the attrs the engine reads are extracted, in SQL. Outside a
+    transaction those two queries run in parallel with the rest, on connections of their own.
     """
-    changes = load_changes(incident)
-    with connection.cursor() as cur:
-        requests, harness = _load_requests_and_harness(cur, incident)
-        cur.execute(
-            "SELECT id, (EXTRACT(EPOCH FROM at) * 1000000)::int8, "
-            "(EXTRACT(EPOCH FROM COALESCE(ends_at, at)) * 1000000)::int8 FROM timeline_event "
-            "WHERE incident_id = %s AND kind = %s",
-            [incident.pk, EventKind.LOG_SPAN],
-        )
-        spans = tuple(
-            LogSpan(ref=pk, start=_from_us(at), end=_from_us(ends))
-            for pk, at, ends in cur.fetchall()
-        )
-        starts, errors = live_inputs.load_live(cur, incident)
+    queries = _bulk_queries(incident)
+    pool = None
+    pending = []
+    if not connection.in_atomic_block:
+        # The two big aggregates run on connections of their own, on the server's other cores,
+        # while this thread reads the rest. Inside a transaction they must see its writes:
+        # then they run here, one after the other.
+        pool = ThreadPoolExecutor(max_workers=len(queries), thread_name_prefix="load_inputs")
+        pending = [pool.submit(_row_on_own_connection, q, p) for q, p in queries]
+    try:
+        changes = load_changes(incident)
+        series = _load_series(incident)
+        with connection.cursor() as cur:
+            cur.execute(
+                "SELECT id, (EXTRACT(EPOCH FROM at) * 1000000)::int8, "
+                "(EXTRACT(EPOCH FROM COALESCE(ends_at, at)) * 1000000)::int8 FROM timeline_event "
+                "WHERE incident_id = %s AND kind = %s",
+                [incident.pk, EventKind.LOG_SPAN],
+            )
+            spans = tuple(
+                LogSpan(ref=pk, start=_from_us(at), end=_from_us(ends))
+                for pk, at, ends in cur.fetchall()
+            )
+            starts, errors = live_inputs.load_live(cur, incident)
+            if pool is None:
+                rows = [_binary_row(q, p) for q, p in queries]
+            else:
+                rows = [f.result() for f in pending]
+            requests = _load_requests(cur, incident, rows[0])
+            harness = _load_harness(cur, incident, rows[1])
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     return Inputs(
         changes=changes,
         requests=requests,
         log_spans=spans,
-        series=_load_series(incident),
+        series=series,
         harness=harness,
         starts=starts,
         errors=errors,
@@ -171,40 +192,45 @@ def _binary_row(query: str, params: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(row)
 
 
-# One scan for both kinds (each aggregate FILTERed to its kind, whose attrs only its rows
-# decode): requests, then harness runs. A value that is not a JSON string is listed by id (the
-# last column of each kind) and read again on its own.
-_BULK_QUERY = (
-    "SELECT array_send(array_agg(id) FILTER (WHERE kind = %(req)s)), "
-    "array_send(array_agg(at) FILTER (WHERE kind = %(req)s)), "
-    "array_send(array_agg(COALESCE(ends_at, 'infinity')) FILTER (WHERE kind = %(req)s)), "
-    "string_agg(COALESCE(attrs->>'rid', key), %(sep)s) FILTER (WHERE kind = %(req)s), "
-    "array_agg(id) FILTER (WHERE kind = %(req)s AND jsonb_typeof(attrs->'rid') <> 'string'), "
-    "array_send(array_agg(id) FILTER (WHERE kind = %(run)s)), "
-    "array_send(array_agg(at) FILTER (WHERE kind = %(run)s)), "
-    "string_agg(COALESCE(attrs->>'suite', ''), %(sep)s) FILTER (WHERE kind = %(run)s), "
-    "string_agg(COALESCE(attrs->>'case', ''), %(sep)s) FILTER (WHERE kind = %(run)s), "
-    "string_agg(COALESCE(attrs->>'status', ''), %(sep)s) FILTER (WHERE kind = %(run)s), "
+# One aggregate row per kind. A value that is not a JSON string is listed by id (the last
+# column) and read again on its own.
+_REQUESTS_QUERY = (
+    "SELECT array_send(array_agg(id)), array_send(array_agg(at)), "
+    "array_send(array_agg(COALESCE(ends_at, 'infinity'))), "
+    "string_agg(COALESCE(attrs->>'rid', key), %(sep)s), "
+    "array_agg(id) FILTER (WHERE jsonb_typeof(attrs->'rid') <> 'string') "
+    "FROM timeline_event WHERE incident_id = %(incident)s AND kind = %(kind)s"
+)
+_HARNESS_QUERY = (
+    "SELECT array_send(array_agg(id)), array_send(array_agg(at)), "
+    "string_agg(COALESCE(attrs->>'suite', ''), %(sep)s), "
+    "string_agg(COALESCE(attrs->>'case', ''), %(sep)s), "
+    "string_agg(COALESCE(attrs->>'status', ''), %(sep)s), "
     "string_agg(CASE jsonb_typeof(attrs->'score') WHEN 'number' THEN attrs->>'score' "
     "WHEN 'boolean' THEN (CASE attrs->>'score' WHEN 'true' THEN '1' ELSE '0' END) "
-    "ELSE 'nan' END, ',') FILTER (WHERE kind = %(run)s), "
-    "array_agg(id) FILTER (WHERE kind = %(run)s AND (jsonb_typeof(attrs->'suite') <> 'string' "
-    "OR jsonb_typeof(attrs->'case') <> 'string' OR jsonb_typeof(attrs->'status') <> 'string')) "
-    "FROM timeline_event WHERE incident_id = %(incident)s AND kind IN (%(req)s, %(run)s)"
+    "ELSE 'nan' END, ','), "
+    "array_agg(id) FILTER (WHERE jsonb_typeof(attrs->'suite') <> 'string' "
+    "OR jsonb_typeof(attrs->'case') <> 'string' OR jsonb_typeof(attrs->'status') <> 'string') "
+    "FROM timeline_event WHERE incident_id = %(incident)s AND kind = %(kind)s"
 )
 
 
-def _load_requests_and_harness(cur: Any, incident: Incident) -> tuple[Requests, HarnessRuns]:
-    row = _binary_row(
-        _BULK_QUERY,
-        {
-            "req": EventKind.REQUEST.value,
-            "run": EventKind.HARNESS_RUN.value,
-            "sep": _SEP,
-            "incident": incident.pk,
-        },
-    )
-    return _load_requests(cur, incident, row[:5]), _load_harness(cur, incident, row[5:])
+def _bulk_queries(incident: Incident) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (query, {"sep": _SEP, "incident": incident.pk, "kind": kind.value})
+        for query, kind in (
+            (_REQUESTS_QUERY, EventKind.REQUEST),
+            (_HARNESS_QUERY, EventKind.HARNESS_RUN),
+        )
+    ]
+
+
+def _row_on_own_connection(query: str, params: dict[str, Any]) -> tuple[Any, ...]:
+    """:func:`_binary_row` on this thread's own connection, closed after."""
+    try:
+        return _binary_row(query, params)
+    finally:
+        connection.close()
 
 
 def _load_requests(cur: Any, incident: Incident, row: tuple[Any, ...]) -> Requests:

@@ -346,12 +346,12 @@ def find_dropped_requests(
                 f"request {rid} finished late, {fmt_duration(finished_at - received_at)}"
                 f" after it was received (timeout {limit})"
             )
-            dropped.append(Symptom(kind, received_at, finished_at, title, (ref,)))
+            dropped.append(Symptom.fast(kind, received_at, finished_at, title, (ref,)))
         else:
             title = (
                 f"request {rid} never finished: the server kept logging past its {limit} timeout"
             )
-            dropped.append(Symptom(kind, received_at, None, title, (ref,)))
+            dropped.append(Symptom.fast(kind, received_at, None, title, (ref,)))
     return RequestVerdict(dropped, table.take(np.flatnonzero(never & ~covered)))
 
 
