@@ -292,6 +292,9 @@ def _load_harness(cur: Any, incident: Incident, row: tuple[Any, ...]) -> Harness
                 filled[k][position[r[0]]] = _attr_str(r[1 + 2 * k], r[2 + 2 * k])
         columns = list(filled)
     order = np.lexsort((ids, at))
+    suite, case, status = columns
+    if np.array_equal(order, np.arange(n)):  # stored in time order: nothing to move
+        return HarnessRuns(ids, at, suite, case, status, scores)  # type: ignore[arg-type]
     suite, case, status = (np.array(c, dtype=object)[order].tolist() for c in columns)
     return HarnessRuns(ids[order], at[order], suite, case, status, scores[order])
 

@@ -139,13 +139,17 @@ def _combine(parts: list[tuple[I64, F64]], how: str) -> Combined | None:
     values = np.concatenate([p[1] for p in parts])
     sid = np.concatenate([np.full(p[0].size, i, dtype=np.int64) for i, p in enumerate(parts)])
     finite = np.isfinite(values)
-    ts, values, sid = ts[finite], values[finite], sid[finite]
+    if not finite.all():
+        ts, values, sid = ts[finite], values[finite], sid[finite]
     if ts.size == 0:
         return Combined(ts, values, len(parts))
     bucket = ts // _BUCKET_MS
     # Stable sort of already-sorted runs: within a bucket, entries stay grouped by series
-    # and in time order, so "last value of a series in a bucket" is a neighbour test.
-    order = np.argsort(bucket, kind="stable")
+    # and in time order, so "last value of a series in a bucket" is a neighbour test. The
+    # offsets from the first bucket fit in 32 bits for 68 years: half the bytes to sort.
+    span = int(bucket.max() - bucket.min()) if bucket.size else 0
+    key = (bucket - bucket.min()).astype(np.int32) if span < 2**31 else bucket
+    order = np.argsort(key, kind="stable")
     bucket, values, sid = bucket[order], values[order], sid[order]
     last = np.ones(bucket.size, dtype=bool)
     last[:-1] = (bucket[1:] != bucket[:-1]) | (sid[1:] != sid[:-1])
