@@ -10,8 +10,8 @@ import contextlib
 import datetime as dt
 import gc
 import json
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -86,15 +86,15 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
     object per row. Only the attrs the engine reads are extracted, in SQL. Outside a
     transaction those two queries run in parallel with the rest, on connections of their own.
     """
-    queries = _bulk_queries(incident)
+    loads = (_load_requests_from, _load_harness_from)
     pool = None
-    pending = []
+    pending: list[Future[Any]] = []
     if not connection.in_atomic_block:
-        # The two big aggregates run on connections of their own, on the server's other cores,
-        # while this thread reads the rest. Inside a transaction they must see its writes:
-        # then they run here, one after the other.
-        pool = ThreadPoolExecutor(max_workers=len(queries), thread_name_prefix="load_inputs")
-        pending = [pool.submit(_row_on_own_connection, q, p) for q, p in queries]
+        # The two big aggregates run (and are decoded) on connections of their own, on the
+        # server's other cores, while this thread reads the rest. Inside a transaction they
+        # must see its writes: then they run here, one after the other.
+        pool = ThreadPoolExecutor(max_workers=len(loads), thread_name_prefix="load_inputs")
+        pending = [pool.submit(_on_own_connection, load, incident) for load in loads]
     try:
         changes = load_changes(incident)
         series = _load_series(incident)
@@ -111,11 +111,10 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
             )
             starts, errors = live_inputs.load_live(cur, incident)
             if pool is None:
-                rows = [_binary_row(q, p) for q, p in queries]
+                requests = _load_requests_from(cur, incident)
+                harness = _load_harness_from(cur, incident)
             else:
-                rows = [f.result() for f in pending]
-            requests = _load_requests(cur, incident, rows[0])
-            harness = _load_harness(cur, incident, rows[1])
+                requests, harness = pending[0].result(), pending[1].result()
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -215,20 +214,25 @@ _HARNESS_QUERY = (
 )
 
 
-def _bulk_queries(incident: Incident) -> list[tuple[str, dict[str, Any]]]:
-    return [
-        (query, {"sep": _SEP, "incident": incident.pk, "kind": kind.value})
-        for query, kind in (
-            (_REQUESTS_QUERY, EventKind.REQUEST),
-            (_HARNESS_QUERY, EventKind.HARNESS_RUN),
-        )
-    ]
+def _load_requests_from(cur: Any, incident: Incident) -> Requests:
+    row = _binary_row(_REQUESTS_QUERY, _bulk_params(incident, EventKind.REQUEST))
+    return _load_requests(cur, incident, row)
 
 
-def _row_on_own_connection(query: str, params: dict[str, Any]) -> tuple[Any, ...]:
-    """:func:`_binary_row` on this thread's own connection, closed after."""
+def _load_harness_from(cur: Any, incident: Incident) -> HarnessRuns:
+    row = _binary_row(_HARNESS_QUERY, _bulk_params(incident, EventKind.HARNESS_RUN))
+    return _load_harness(cur, incident, row)
+
+
+def _bulk_params(incident: Incident, kind: EventKind) -> dict[str, Any]:
+    return {"sep": _SEP, "incident": incident.pk, "kind": kind.value}
+
+
+def _on_own_connection(load: Callable[[Any, Incident], Any], incident: Incident) -> Any:
+    """``load(cursor, incident)`` on this thread's own connection, closed after."""
     try:
-        return _binary_row(query, params)
+        with connection.cursor() as cur:
+            return load(cur, incident)
     finally:
         connection.close()
 
