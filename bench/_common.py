@@ -141,15 +141,20 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ordered) * 1000, p99 * 1000
 
 
-def team_user_incident(slug: str) -> tuple[object, object, object]:
-    """A team, its member (alice) and an incident of that team."""
+def team_user_incident(slug: str, *, existing_user: object = None) -> tuple[object, object, object]:
+    """A team, its member (alice) and an incident of that team (alice's team when she is
+    given)."""
     from django.contrib.auth import get_user_model
 
     from timeline.models import Incident, Team
 
-    team = Team.objects.create(name="Inference", slug="inference")
-    user = get_user_model().objects.create_user("alice", password="bench-password-1")
-    team.members.add(user)
+    if existing_user is not None:
+        user = existing_user
+        team = Team.objects.filter(members=user).first()
+    else:
+        team = Team.objects.create(name="Inference", slug="inference")
+        user = get_user_model().objects.create_user("alice", password="bench-password-1")
+        team.members.add(user)
     incident = Incident.objects.create(slug=slug, title=f"Bench {slug}", team=team)
     return team, user, incident
 
@@ -269,3 +274,61 @@ def load_fleet_metrics(
                 rows.append((s.pk, dc_ts, v.astype(np.float64)))
     # 8 nodes x (9 + 16) = 200 series.
     return copy_samples(rows, rows_table=rows_table)
+
+
+@contextlib.contextmanager
+def gunicorn(workers: int) -> Iterator[int]:
+    """The product under gunicorn (``workers`` sync workers) on a free loopback port, against
+    the bench's database; yields the port once it answers."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "timeline.wsgi", "--preload"]
+        + ["--bind", f"127.0.0.1:{port}"]
+        + ["--workers", str(workers), "--timeout", "120", "--log-level", "warning"],
+        cwd=ROOT,
+        env=os.environ.copy(),
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("gunicorn did not start") from None
+                time.sleep(0.2)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def session_cookie(user: object) -> str:
+    """A Cookie header value that logs ``user`` in (a session made by Django's test client)."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}"
+
+
+def clear_cache() -> None:
+    """Remove this database's entries from the shared Redis cache (its key prefix only:
+    ``cache.clear()`` would empty the whole Redis database, the broker's queues with it)."""
+    import redis
+    from django.conf import settings
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    from timeline.cachekeys import database_epoch
+
+    prefix = f"{settings.CACHES['default']['KEY_PREFIX']}:{database_epoch()}"
+    for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+        client.delete(key)
+    from timeline import figure_data
+
+    figure_data._RECENT.clear()

@@ -1,31 +1,41 @@
-"""Issue 17: the metrics store against a real Prometheus on the same samples.
+"""Issue 17: the metrics store against a real Prometheus on the same samples, in one run.
 
-Fleet-shaped series (SGLang gauges and counters, DCGM per GPU) scraped every ``--interval``
-seconds for ``--hours`` are written twice: as OpenMetrics (seconds) for
+A fleet (``--nodes`` nodes, ``--names`` metric names, so each name has one series per node:
+integer gauges, bounded floats with a few decimals, counters, integer percents) scraped every
+``--interval`` seconds for ``--hours`` is written twice: as OpenMetrics (seconds) for
 ``promtool tsdb create-blocks-from openmetrics`` (blocks up to 24 h: what compaction makes of
 them) and as Prometheus text (ms) for the product's own ingest (``artifact_register_bytes`` +
-``artifact_ingest``: parse, hourly chunks by COPY, rollups). Prints ingest time, bytes per
-sample (Prometheus: ``du`` of the blocks; here: the chunks' packed columns, the whole chunk
-table with its index and TOAST, and the rollups apart) and the read latency of windows of every
-series (``samples_read`` against an instant query ``{__name__=~...}[window]`` over HTTP, JSON
-decoded) as ratios to Prometheus.
+``artifact_ingest``: parse, hourly chunks by COPY, rollups). Then, each beside its target:
 
-    .venv/bin/python bench/prometheus.py [--series-per-node 25] [--nodes 4] [--hours 12]
-        [--interval 5]
+- ingest time and bytes per sample, as ratios to Prometheus (Prometheus: ``du`` of the blocks;
+  here: the chunks' packed columns, the chunk table with its index and TOAST, the rollups);
+- window reads over HTTP, both servers on this machine: ``timeline.json`` of one metric name
+  (``--nodes`` series) under gunicorn against Prometheus's ``query_range`` of the same name and
+  window at a step of max(window / 1,500, scrape interval), the points the timeline draws; p50
+  of ``--repeat`` calls with the window shifted each time (so no call repeats another's
+  window), 20 min, 1 h and the whole span (target: <= 2x for 20 min and 1 h, <= 1x whole);
+- 50 clients on ``timeline.json`` (``bench/timeline.py``'s load run: a day of one-second
+  samples of 200 series, each client the whole day then random zooms): p99 (target <= 1 s),
+  errors (target 0);
+- the analysis of 1M events plus 5M samples (``bench/correlate.py``): seconds (target <= 2).
+
+    .venv/bin/python bench/prometheus.py [--nodes 8] [--names 25] [--hours 24] [--interval 5]
+        [--repeat 20] [--skip-load] [--skip-analysis]
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import http.client
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 sys.path[0] = str(Path(__file__).resolve().parent.parent)
@@ -37,9 +47,9 @@ from bench import _common  # noqa: E402
 PREFIX = "benchprom_"
 
 
-def fleet(nodes: int, per_node: int, hours: float, interval: float, seed: int = 7) -> list:
+def fleet(nodes: int, names: int, hours: float, interval: float, seed: int = 7) -> list:
     """(name, labels, times in ms, values) per series: integer gauges, bounded floats with a
-    few decimals, and counters, as exporters give them."""
+    few decimals, and counters, as exporters give them; every name has one series per node."""
     rng = np.random.default_rng(seed)
     start = _common.FLEET_START_MS
     n = int(hours * 3600 / interval)
@@ -48,7 +58,7 @@ def fleet(nodes: int, per_node: int, hours: float, interval: float, seed: int = 
     for node in range(nodes):
         jitter = rng.integers(0, 40, n)  # scrapes land a few ms late
         ts = base + jitter
-        for k in range(per_node):
+        for k in range(names):
             kind = k % 4
             if kind == 0:  # running / queued requests: small integers
                 values = np.clip(np.cumsum(rng.integers(-2, 3, n)), 0, 256).astype(float)
@@ -58,8 +68,7 @@ def fleet(nodes: int, per_node: int, hours: float, interval: float, seed: int = 
                 values = np.cumsum(rng.integers(0, 500, n)).astype(float)
             else:  # GPU util: integer percent
                 values = rng.integers(0, 101, n).astype(float)
-            labels = {"node": f"node{node}", "k": str(k)}
-            out.append((f"{PREFIX}m{kind}", labels, ts, values))
+            out.append((f"{PREFIX}m{k:02d}", {"node": f"node{node}"}, ts, values))
     return out
 
 
@@ -89,34 +98,98 @@ def du(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def prom_query(url: str, promql: str, at: float) -> int:
-    body = urllib.parse.urlencode({"query": promql, "time": f"{at:.3f}"}).encode()
-    with urllib.request.urlopen(f"{url}/api/v1/query", data=body) as r:  # noqa: S310
-        doc = json.loads(r.read())
-    assert doc["status"] == "success", doc
-    return sum(len(x["values"]) for x in doc["data"]["result"])
+def get(port: int, path: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    """One GET over a new loopback connection (as a browser tab or Grafana panel does): status
+    and the whole body, read to the end."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        conn.request("GET", path, headers=headers or {})
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def window_reads(
+    prom_port: int, our_port: int, cookie: str, slug: str, span: tuple[float, float], args
+) -> dict[str, float]:
+    """p50 ms of timeline.json and of query_range, same name, same windows, shifted per call."""
+    name = f"{PREFIX}m00"
+    first, last = span
+    out = {}
+    print(
+        f"\nwindow reads: one name = {args.nodes} series, p50 of {args.repeat} calls, the window "
+        "shifted each call"
+    )
+    print(f"  {'window':<10} {'timeline.json':>14} {'query_range':>12} {'ratio':>7}  target")
+    for label, seconds, target in (
+        ("20 min", 1200, 2.0),
+        ("1 h", 3600, 2.0),
+        ("whole", last - first, 1.0),
+    ):
+        ours, theirs = [], []
+        shift = max(1.0, (last - first - seconds) / args.repeat) if label != "whole" else 60.0
+        for i in range(args.repeat):
+            if label == "whole":
+                lo, hi = first - 60 * args.repeat / 2 + i * shift, last + i * shift
+            else:
+                lo = first + i * shift
+                hi = lo + seconds
+            step = max((hi - lo) / 1500, args.interval)
+            q = urllib.parse.urlencode(
+                {"query": name, "start": f"{lo:.3f}", "end": f"{hi:.3f}", "step": f"{step:.3f}"}
+            )
+            started = time.perf_counter()
+            status, body = get(prom_port, f"/api/v1/query_range?{q}")
+            theirs.append(time.perf_counter() - started)
+            assert status == 200 and b'"success"' in body, body[:300]
+            ws = urllib.parse.urlencode(
+                {"series": name, "start": iso(lo), "end": iso(hi)}, safe=":"
+            )
+            started = time.perf_counter()
+            status, body = get(
+                our_port, f"/incidents/{slug}/timeline.json?{ws}", {"Cookie": cookie}
+            )
+            ours.append(time.perf_counter() - started)
+            assert status == 200 and body.startswith(b'{"figure"'), (status, body[:300])
+            drawn = sum(1 for t in json.loads(body)["figure"]["data"] if t.get("yaxis") == "y2")
+            assert drawn == args.nodes, (drawn, args.nodes)
+        o, t = statistics.median(ours) * 1000, statistics.median(theirs) * 1000
+        print(
+            f"  {label:<10} {o:11.1f} ms {t:9.1f} ms {o / t:6.2f}x  <= {target:g}x "
+            f"{'met' if o / t <= target else 'NOT MET'}"
+        )
+        out[label] = o / t
+    return out
+
+
+def iso(epoch_s: float) -> str:
+    return dt.datetime.fromtimestamp(epoch_s, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--nodes", type=int, default=4)
-    parser.add_argument("--series-per-node", type=int, default=25)
-    parser.add_argument("--hours", type=float, default=12.0)
+    parser.add_argument("--nodes", type=int, default=8)
+    parser.add_argument("--names", type=int, default=25)
+    parser.add_argument("--hours", type=float, default=24.0)
     parser.add_argument("--interval", type=float, default=5.0)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--skip-load", action="store_true", help="no 50-client run")
+    parser.add_argument("--skip-analysis", action="store_true", help="no 1M-event analysis")
     args = parser.parse_args()
-    _common.setup("prometheus", time_limit=1800)
+    _common.setup("prometheus", time_limit=3600)
 
     from django.db import connection
 
     from ingest.services import loading, storage
     from tests.metrics.prometheus import PROMTOOL, PrometheusServer
-    from timeline.metrics.reader import samples_count, samples_read
-    from timeline.models import Series
+    from timeline.metrics.reader import samples_count
 
+    summary: list[str] = []
     work = Path(tempfile.mkdtemp(prefix="bench-prom-"))
     try:
-        series = fleet(args.nodes, args.series_per_node, args.hours, args.interval)
+        series = fleet(args.nodes, args.names, args.hours, args.interval)
         total = sum(len(s[2]) for s in series)
         print(
             f"{len(series)} series x {len(series[0][2])} samples ({args.interval:g} s for "
@@ -135,7 +208,7 @@ def main() -> int:
         prom_ingest = time.perf_counter() - started
         prom_bytes = du(data)
 
-        _, _, incident = _common.team_user_incident("benchprom")
+        _, user, incident = _common.team_user_incident("benchprom")
         started = time.perf_counter()
         artifact, _ = storage.artifact_register_bytes(
             incident=incident, name="data.prom", data=text.read_bytes()
@@ -163,6 +236,7 @@ def main() -> int:
             f"  artifact_register_bytes + artifact_ingest {ours_ingest:8.2f} s   "
             f"x{ours_ingest / prom_ingest:.2f} of Prometheus"
         )
+        summary.append(f"ingest                x{ours_ingest / prom_ingest:.2f} of promtool's time")
         print("\nbytes per sample")
         print(f"  Prometheus blocks (du)                   {prom_bytes / total:8.3f}")
         for label, size in (
@@ -172,32 +246,54 @@ def main() -> int:
         ):
             print(f"  {label:<40} {size / total:8.3f}   x{size / prom_bytes:.2f} of Prometheus")
         print(f"  ({chunks} chunks)")
+        summary.append(
+            f"bytes per sample      x{chunk_table / prom_bytes:.2f} of Prometheus "
+            f"(chunk table; target <= 1.5x) "
+            f"{'met' if chunk_table / prom_bytes <= 1.5 else 'NOT MET'}"
+        )
 
+        first = min(float(s[2][0]) for s in series) / 1000
+        last = max(float(s[2][-1]) for s in series) / 1000
         server = PrometheusServer(data)
         try:
-            ids = list(Series.objects.values_list("id", flat=True))
-            end_ms = int(max(s[2][-1] for s in series))
-            print(f"\nread every series' samples of a window (best of {args.repeat})")
-            for label, seconds in (("20 min", 1200), ("1 h", 3600), ("6 h", 21600)):
-                if seconds > args.hours * 3600:
-                    continue
-                end = dt.datetime.fromtimestamp(end_ms / 1000, tz=dt.UTC)
-                start = end - dt.timedelta(seconds=seconds)
-                got = sum(len(t) for t, _ in samples_read(ids, start, end).values())
-                ours = _common.best_of(lambda s=start, e=end: samples_read(ids, s, e), args.repeat)
-                promql = f'{{__name__=~"{PREFIX}.*"}}[{seconds}s]'
-                theirs_n = prom_query(server.url, promql, end.timestamp())
-                theirs = _common.best_of(
-                    lambda q=promql, e=end: prom_query(server.url, q, e.timestamp()), args.repeat
-                )
-                print(
-                    f"  {label:<7} {got:>9,} samples  ours {ours * 1000:8.1f} ms  "
-                    f"Prometheus {theirs * 1000:8.1f} ms ({theirs_n:,})  x{ours / theirs:.2f}"
-                )
+            prom_port = int(server.url.rsplit(":", 1)[1])
+            cookie = _common.session_cookie(user)
+            with _common.gunicorn(1) as port:
+                ratios = window_reads(prom_port, port, cookie, incident.slug, (first, last), args)
         finally:
             server.stop()
+        for label, target in (("20 min", 2.0), ("1 h", 2.0), ("whole", 1.0)):
+            summary.append(
+                f"window {label:<14} x{ratios[label]:.2f} of query_range (target <= {target:g}x) "
+                f"{'met' if ratios[label] <= target else 'NOT MET'}"
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+    if not args.skip_load:
+        from bench import timeline as timeline_bench
+
+        _, _, day = _common.team_user_incident("benchprom-day", existing_user=user)
+        seconds = 86_400
+        with _common.timed(f"COPY {200 * seconds:,} samples (a day, 1 s, 200 series)"):
+            _common.load_fleet_metrics(day, seconds, int(seconds * 0.85))
+        load = timeline_bench.load_run(user, day.slug, seconds, args.clients, 6, 3, 150.0)
+        summary.append(
+            f"{args.clients} clients           p99 {load['p99']:.0f} ms (target <= 1000 ms), "
+            f"{load['errors']} errors (target 0) "
+            f"{'met' if load['p99'] <= 1000 and not load['errors'] else 'NOT MET'}"
+        )
+    if not args.skip_analysis:
+        from bench import correlate
+
+        seconds_1m = correlate.big_analysis_seconds(events=1_000_000, scrapes=25_000)
+        summary.append(
+            f"1M events + 5M samples analysis {seconds_1m:.2f} s (target <= 2 s) "
+            f"{'met' if seconds_1m <= 2 else 'NOT MET'}"
+        )
+    print("\nsummary (issue 17)")
+    for line in summary:
+        print("  " + line)
     return 0
 
 

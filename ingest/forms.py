@@ -29,3 +29,29 @@ class PullForm(forms.Form):
 
     def query_list(self) -> list[str]:
         return [q.strip() for q in self.cleaned_data["queries"].splitlines() if q.strip()]
+
+
+class RemoteSeriesForm(forms.Form):
+    """Draw a series straight from one of the team's data sources (not copied)."""
+
+    source = forms.ModelChoiceField(queryset=DataSource.objects.none(), empty_label=None)
+    query = forms.CharField(
+        max_length=4000,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "a selector or PromQL"}),
+        help_text='e.g. max by (instance) (DCGM_FI_DEV_GPU_UTIL{cluster="prod"})',
+    )
+    name = forms.CharField(
+        required=False,
+        max_length=300,
+        help_text="The metric it stands for (default: the selector's): puts it on that "
+        "metric's panel, and the analysis reads it when it is one it uses.",
+    )
+    title = forms.CharField(
+        required=False, max_length=200, help_text="A panel of its own (empty: its metric's panel)."
+    )
+
+    def __init__(self, *args: Any, incident: Incident, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["source"]
+        assert isinstance(field, forms.ModelChoiceField)
+        field.queryset = DataSource.objects.filter(team_id=incident.team_id)

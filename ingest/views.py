@@ -9,16 +9,17 @@ from django.contrib import messages
 from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from ingest.forms import PullForm
+from ingest.forms import PullForm, RemoteSeriesForm
 from ingest.services import IngestError, orchestration, pulls, workers
 from ingest.services.orchestration import Upload
+from ingest.services.remote import remote_series_add, remote_series_remove
 from timeline import access
 from timeline.choices import RunStatus
-from timeline.models import Artifact, Incident, MetricsPull
+from timeline.models import Artifact, Incident, MetricsPull, RemoteSeries
 
 MAX_FILES_PER_UPLOAD = 200
 
@@ -48,6 +49,10 @@ def upload(request: HttpRequest, slug: str) -> HttpResponse:
             "max_mb": settings.UPLOAD_MAX_BYTES // (1024 * 1024),
             "pull_form": PullForm(incident=incident),
             "pulls": MetricsPull.objects.filter(incident=incident)[:10],
+            "remote_form": RemoteSeriesForm(incident=incident),
+            "remote_series": RemoteSeries.objects.filter(incident=incident).select_related(
+                "source"
+            ),
         },
     )
 
@@ -75,6 +80,41 @@ def metrics_pull(request: HttpRequest, slug: str) -> HttpResponse:
         messages.error(request, f"Pull not started: {exc}")
     else:
         messages.success(request, f"Pull {pull.pk} queued from {pull.source}.")
+    return redirect("upload", slug=incident.slug)
+
+
+@require_http_methods(["POST"])
+def remote_series_new(request: HttpRequest, slug: str) -> HttpResponse:
+    """Draw a series straight from one of the team's data sources (the server is asked once)."""
+    incident = access.incident_for(request.user, slug)
+    form = RemoteSeriesForm(request.POST, incident=incident)
+    if not form.is_valid():
+        messages.error(request, f"Remote series not added: {form.errors.as_text()}")
+        return redirect("upload", slug=incident.slug)
+    try:
+        series = remote_series_add(
+            incident=incident,
+            source=form.cleaned_data["source"],
+            query=form.cleaned_data["query"],
+            name=form.cleaned_data["name"],
+            title=form.cleaned_data["title"],
+            user=request.user,
+        )
+    except IngestError as exc:
+        messages.error(request, f"Remote series not added: {exc}")
+    else:
+        messages.success(request, f"Remote series “{series}” added from {series.source.name}.")
+    return redirect("upload", slug=incident.slug)
+
+
+@require_http_methods(["POST"])
+def remote_series_delete(request: HttpRequest, slug: str, series_id: int) -> HttpResponse:
+    incident = access.incident_for(request.user, slug)
+    series = get_object_or_404(
+        RemoteSeries.objects.select_related("source", "incident"), incident=incident, pk=series_id
+    )
+    remote_series_remove(series=series, user=request.user)
+    messages.success(request, f"Remote series “{series}” removed.")
     return redirect("upload", slug=incident.slug)
 
 

@@ -45,9 +45,10 @@ def teams_for(user: Any) -> QuerySet[Team]:
     return Team.objects.filter(members=user.pk)
 
 
-def incident_for(user: Any, slug: str) -> Incident:
-    """The incident, for a page or a write; 404 when the user may not (no hint it exists)."""
-    incident = incidents_visible(user).filter(slug=slug).first()
+def incident_for(user: Any, slug: str, *, annotate: dict[str, Any] | None = None) -> Incident:
+    """The incident, for a page or a write; 404 when the user may not (no hint it exists).
+    ``annotate``: expressions to read in the same query (the live version, say)."""
+    incident = incidents_visible(user).filter(slug=slug).annotate(**(annotate or {})).first()
     if incident is None:
         raise Http404("No such incident")
     return incident

@@ -127,3 +127,17 @@ class DataSourceAdmin(admin.ModelAdmin[models.DataSource]):
 class MetricsPullAdmin(admin.ModelAdmin[models.MetricsPull]):
     list_display = ["pk", "incident", "url", "status", "progress", "created_at"]
     list_filter = ["status"]
+
+
+@admin.register(models.RemoteSeries)
+class RemoteSeriesAdmin(admin.ModelAdmin[models.RemoteSeries]):
+    """Read-only: remote series are added and removed on the upload page or with the
+    ``remote_series`` command, which ask the server and write the audit log."""
+
+    list_display = ["pk", "incident", "source", "query", "name", "title", "created_at"]
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -41,7 +41,7 @@ from timeline.correlation.types import (
     Texts,
     Times,
 )
-from timeline.metrics import reader
+from timeline.metrics import reader, remote
 from timeline.models import Analysis, ConfigChange, Finding, Incident
 
 # Series the engine reads (wedge detection, load); everything else stays in the database.
@@ -110,6 +110,9 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
                 for pk, at, ends in cur.fetchall()
             )
             starts, errors = live_inputs.load_live(cur, incident)
+            # Remote series the engine reads: their raw samples for the incident's window, not
+            # stored.
+            remote_series, remote_warnings = remote.engine_series(incident, ENGINE_SERIES)
             if pool is None:
                 requests = _load_requests_from(cur, incident)
                 harness = _load_harness_from(cur, incident)
@@ -122,12 +125,13 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
         changes=changes,
         requests=requests,
         log_spans=spans,
-        series=series,
+        series=series + remote_series,
         harness=harness,
         starts=starts,
         errors=errors,
         marks=Marks(last_good=incident.last_good_at, first_bad=incident.first_bad_at),
         params=params or Params(),
+        warnings=remote_warnings,
     )
 
 

@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 
+from django.core.cache import cache
 from django.db.models import Max, Min
 
 from evidence.vocabulary import EventKind, Lane, harness_failed
 from timeline import charts, live_config, selectors
 from timeline.analysis import change_title, current_analysis, merged_changes
 from timeline.choices import FindingKind
-from timeline.models import Event, Incident, Note, Series
+from timeline.metrics import remote
+from timeline.models import Event, Incident, Note, RemoteSeries, Series
 from timeline.verdict import TOP_SUSPECTS_ON_CHARTS
+from timeline.versions import incident_version
 
 MAX_PICKED_SERIES = 12
 NOTE_TITLE_CHARS = 160
@@ -43,6 +48,21 @@ LEGEND_CHARS = 22
 
 
 def legend_labels(labels: list[dict[str, str]], origins: list[str]) -> list[str]:
+    """Short legend entries for the series of one panel (:func:`_legend_labels`), remembered
+    per set of series: every window of a panel asks the same question."""
+    return list(
+        _legend_labels_of(tuple(tuple(sorted(lab.items())) for lab in labels), tuple(origins))
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _legend_labels_of(
+    labels: tuple[tuple[tuple[str, str], ...], ...], origins: tuple[str, ...]
+) -> tuple[str, ...]:
+    return tuple(_legend_labels([dict(lab) for lab in labels], list(origins)))
+
+
+def _legend_labels(labels: list[dict[str, str]], origins: list[str]) -> list[str]:
     """Short legend entries for the series of one panel: what tells each from the others.
 
     Labels every series shares are left out; when one label alone tells them all apart, that
@@ -108,30 +128,61 @@ def incident_span(incident: Incident) -> tuple[dt.datetime, dt.datetime] | None:
     return lo - pad, hi + pad
 
 
-def timeline_figure_data(
-    incident: Incident,
-    start: dt.datetime | None = None,
-    end: dt.datetime | None = None,
-    *,
-    series: list[str] | None = None,
-    max_points: int = selectors.MAX_POINTS_PER_TRACE,
-) -> TimelineFigure:
-    """Events, notes and symptom findings on their lanes; the picked metric panels (the default
-    ones if none is picked) downsampled to ``max_points`` per trace; last known good and first bad
-    (an operator's mark, else the current analysis'), all within [start, end] when given."""
+@dataclass(frozen=True)
+class Overlay:
+    """What the figure draws that does not depend on the window asked for: the merged config
+    changes, the start hovers, notes, the analysis' symptoms and marks, the top suspects, the
+    incident's span and its series. Built once per version of the incident (cached in Redis,
+    so every worker shares it) instead of six queries per request."""
+
+    changes: list[charts.Marker]
+    live: dict[int, str]
+    notes: list[charts.Marker]
+    symptoms: list[charts.Marker]
+    spans: list[tuple[dt.datetime, dt.datetime]]
+    found: dict[str, dt.datetime | None]
+    suspects: list[charts.SuspectLine]
+    rank_of: dict[int, int]
+    span: tuple[dt.datetime, dt.datetime] | None
+    series: list[Series]
+    # Every marker event of the incident when they are few (most incidents), else None and
+    # each window queries its own.
+    events: list[tuple[charts.Marker, dt.datetime | None]] | None
+    # Its remote series (timeline.metrics.remote), with their servers.
+    remotes: list[RemoteSeries]
+
+
+OVERLAY_CACHE_SECONDS = 3600
+
+
+# The last few overlays this process used, in front of Redis: a key names one version of one
+# incident, so an entry is never stale, and unpickling a fleet's Series rows per request cost
+# more than the rest of a small window.
+_RECENT: OrderedDict[str, Overlay] = OrderedDict()
+RECENT_OVERLAYS = 16
+
+
+def overlay(incident: Incident, version: str) -> Overlay:
+    """The incident's :class:`Overlay` at ``version`` (timeline.versions.incident_version)."""
+    key = f"figure-overlay:v3:{incident.pk}:{version}"
+    got = _RECENT.get(key)
+    if got is None:
+        got = cache.get(key)
+        if got is None:
+            got = _overlay(incident)
+            cache.set(key, got, OVERLAY_CACHE_SECONDS)
+        _RECENT[key] = got
+        while len(_RECENT) > RECENT_OVERLAYS:
+            _RECENT.popitem(last=False)
+    else:
+        _RECENT.move_to_end(key)
+    return got
+
+
+def _overlay(incident: Incident) -> Overlay:
     # Config changes are drawn once per merged change (a doc and a commit recording the same
     # change are one marker, its sources in the hover), as the analysis sees them.
-    markers = [
-        charts.Marker(
-            id=e["id"],
-            at=e["at"],
-            lane=e["lane"],
-            title=charts.plotly_text(e["title"]),
-            failed=e["kind"] == EventKind.HARNESS_RUN and harness_failed(e["status"]),
-        )
-        for e in selectors.timeline_events(incident, start, end)
-    ]
-    markers.extend(
+    changes = [
         charts.Marker(
             id=c.ref,
             at=c.at,
@@ -141,31 +192,17 @@ def timeline_figure_data(
             + charts.plotly_text(", ".join(c.sources)),
         )
         for c in merged_changes(incident)
-        if (start is None or c.at >= start) and (end is None or c.at <= end)
-    )
-    # Server starts: the hover says what each changed against the start before it.
-    if any(m.lane == Lane.LIVE_CONFIG for m in markers):
-        live = live_config.hover_texts(incident)
-        markers = [
-            dataclasses.replace(m, title=live[m.id])
-            if m.lane == Lane.LIVE_CONFIG and isinstance(m.id, int) and m.id in live
-            else m
-            for m in markers
-        ]
+    ]
     # Operators' notes on their own lane; a click opens "n<id>". Escaped, as every title from
     # evidence or users: plotly renders a few HTML tags in hover text.
-    notes = Note.objects.filter(incident=incident)
-    if start is not None:
-        notes = notes.filter(at__gte=start)
-    if end is not None:
-        notes = notes.filter(at__lte=end)
-    markers.extend(
+    notes = [
         charts.Marker(
             id=f"n{pk}", at=at, lane=Lane.NOTES, title=charts.plotly_text(body[:NOTE_TITLE_CHARS])
         )
-        for pk, at, body in notes.order_by("at", "id").values_list("id", "at", "body")
-    )
-
+        for pk, at, body in Note.objects.filter(incident=incident)
+        .order_by("at", "id")
+        .values_list("id", "at", "body")
+    ]
     analysis = current_analysis(incident)
     findings = (
         list(
@@ -176,11 +213,11 @@ def timeline_figure_data(
         if analysis
         else []
     )
-    spans = []
+    symptoms, spans = [], []
     for f in findings:
         if f.kind != FindingKind.SYMPTOM or f.at is None:
             continue
-        markers.append(
+        symptoms.append(
             charts.Marker(
                 id=f"f{f.pk}", at=f.at, lane=Lane.SYMPTOMS, title=charts.plotly_text(f.title)
             )
@@ -188,7 +225,6 @@ def timeline_figure_data(
         ends = (f.data or {}).get("ends_at")
         if ends:
             spans.append((f.at, dt.datetime.fromisoformat(ends)))
-    found = {f.kind: f.at for f in findings if f.kind != FindingKind.SYMPTOM}
     top = list(
         analysis.findings.filter(
             kind=FindingKind.SUSPECT, rank__lte=TOP_SUSPECTS_ON_CHARTS, at__isnull=False
@@ -196,29 +232,133 @@ def timeline_figure_data(
         if analysis
         else []
     )
-    suspects = [
-        charts.SuspectLine(
-            rank=f.rank, key=str((f.data or {}).get("key") or f.title), at=f.at, title=f.title
+    return Overlay(
+        changes=changes,
+        live=live_config.hover_texts(incident),
+        notes=notes,
+        symptoms=symptoms,
+        spans=spans,
+        found={f.kind: f.at for f in findings if f.kind != FindingKind.SYMPTOM},
+        suspects=[
+            charts.SuspectLine(
+                rank=f.rank, key=str((f.data or {}).get("key") or f.title), at=f.at, title=f.title
+            )
+            for f in top
+            if f.at is not None
+        ],
+        # A top suspect's own change marker stands out from the other changes.
+        rank_of={f.event_id: f.rank for f in top if f.event_id},
+        span=incident_span(incident),
+        series=list(Series.objects.filter(incident=incident).order_by("name", "id")),
+        events=_event_markers(incident, None, None, limit=OVERLAY_EVENTS),
+        remotes=remote.of_incident(incident),
+    )
+
+
+OVERLAY_EVENTS = 3000
+
+
+def _event_markers(
+    incident: Incident,
+    start: dt.datetime | None,
+    end: dt.datetime | None,
+    *,
+    limit: int | None = None,
+) -> list[tuple[charts.Marker, dt.datetime | None]] | None:
+    """The marker events of a window (selectors.timeline_events) with their ends; None when
+    ``limit`` is given and there are more than that."""
+    rows = selectors.timeline_events(incident, start, end)
+    if limit is not None and len(rows) > limit:
+        return None
+    return [
+        (
+            charts.Marker(
+                id=e["id"],
+                at=e["at"],
+                lane=e["lane"],
+                title=charts.plotly_text(e["title"]),
+                failed=e["kind"] == EventKind.HARNESS_RUN and harness_failed(e["status"]),
+            ),
+            e["ends_at"],
         )
-        for f in top
-        if f.at is not None
+        for e in rows
     ]
-    # A top suspect's own change marker stands out from the other changes.
-    rank_of = {f.event_id: f.rank for f in top if f.event_id}
+
+
+def picked_panels(asked: list[str], names: list[str]) -> list[str]:
+    """The metric panels to show: those asked for that the incident holds (a choice survives a
+    reload), else the usual ones it holds, else its first custom metrics (never an empty chart
+    for an incident whose metrics are all custom)."""
+    known = set(names)
+    picked = [n for n in asked if n in known][:MAX_PICKED_SERIES]
+    if picked:
+        return picked
+    usual = [name for name, _ in selectors.DEFAULT_PANELS if name in known]
+    return usual or names[:DEFAULT_CUSTOM_PANELS]
+
+
+DEFAULT_CUSTOM_PANELS = 4
+
+
+def timeline_figure_data(
+    incident: Incident,
+    start: dt.datetime | None = None,
+    end: dt.datetime | None = None,
+    *,
+    series: list[str] | None = None,
+    max_points: int = selectors.MAX_POINTS_PER_TRACE,
+    version: str | None = None,
+) -> TimelineFigure:
+    """Events, notes and symptom findings on their lanes; the picked metric panels (the default
+    ones if none is picked: :func:`picked_panels`) downsampled to ``max_points`` per trace; last
+    known good and first bad (an operator's mark, else the current analysis'), all within
+    [start, end] when given. ``version``: the incident's, when the caller has it already."""
+    layer = overlay(incident, version or incident_version(incident))
+
+    def inside(at: dt.datetime) -> bool:
+        return (start is None or at >= start) and (end is None or at <= end)
+
+    # The window's events, as selectors.events_in_window picks them: begun by its end, and
+    # begun or still going at its start.
+    rows = layer.events
+    if rows is None:
+        rows = _event_markers(incident, start, end) or []
+    else:
+        rows = [
+            (m, ends)
+            for m, ends in rows
+            if (start is None or m.at >= start or (ends is not None and ends >= start))
+            and (end is None or m.at <= end)
+        ]
+    markers = [m for m, _ in rows]
+    markers.extend(m for m in layer.changes if inside(m.at))
+    # Server starts: the hover says what each changed against the start before it.
     markers = [
-        replace(m, colour=charts.SUSPECT_COLOUR, title=f"suspect #{rank_of[m.id]}: {m.title}")
-        if m.lane == Lane.CONFIG and m.id in rank_of
+        dataclasses.replace(m, title=layer.live[m.id])
+        if m.lane == Lane.LIVE_CONFIG and isinstance(m.id, int) and m.id in layer.live
+        else m
+        for m in markers
+    ]
+    markers.extend(m for m in layer.notes if inside(m.at))
+    markers.extend(layer.symptoms)
+    markers = [
+        replace(m, colour=charts.SUSPECT_COLOUR, title=f"suspect #{layer.rank_of[m.id]}: {m.title}")
+        if m.lane == Lane.CONFIG and m.id in layer.rank_of
         else m
         for m in markers
     ]
 
     titles = dict(selectors.DEFAULT_PANELS)
     order = {name: i for i, name in enumerate(titles)}
+    names_held = sorted({s.name for s in layer.series})
     # The usual panels first, in their usual order; any other picked series after them.
-    picked = [name for name in series or [] if name][:MAX_PICKED_SERIES]
-    names = sorted(picked or list(titles), key=lambda n: (order.get(n, len(order)), n))
+    names = sorted(
+        picked_panels([n for n in series or [] if n], names_held),
+        key=lambda n: (order.get(n, len(order)), n),
+    )
+    wanted = set(names)
     points = selectors.series_downsampled(
-        selectors.series_for_panels(incident, names), start, end, max_points=max_points
+        [s for s in layer.series if s.name in wanted], start, end, max_points=max_points
     )
     panels = []
     for name in names:
@@ -236,15 +376,26 @@ def timeline_figure_data(
         ]
         if traces:
             panels.append(charts.Panel(title=titles.get(name, name), traces=traces))
+    # Remote series, asked of their servers for this window (timeline.metrics.remote).
+    panels = remote.figure_panels(
+        incident,
+        panels,
+        start,
+        end,
+        span=layer.span,
+        titles=titles,
+        max_points=max_points,
+        remotes=layer.remotes,
+    )
     return TimelineFigure(
         data=charts.TimelineData(
             markers=markers,
             panels=panels,
-            first_bad=incident.first_bad_at or found.get(FindingKind.FIRST_BAD),
-            last_good=incident.last_good_at or found.get(FindingKind.LAST_GOOD),
-            symptom_spans=spans,
-            x_range=(start, end) if start and end else incident_span(incident),
-            suspects=suspects,
+            first_bad=incident.first_bad_at or layer.found.get(FindingKind.FIRST_BAD),
+            last_good=incident.last_good_at or layer.found.get(FindingKind.LAST_GOOD),
+            symptom_spans=layer.spans,
+            x_range=(start, end) if start and end else layer.span,
+            suspects=layer.suspects,
         ),
         points=points,
     )

@@ -140,16 +140,18 @@ def series_downsampled(
     The window's rows come back packed: one row per series whose timestamps and values the
     server concatenates into two binary strings, read by numpy with no Python object per sample
     (a day of one-second samples on the default panels is ~8M rows). The reduced points are
-    cached per window and per state of the series (their sample counts and last times), so a
-    repeated view of a big window costs no scan; loading more samples into a series changes
-    the key."""
+    cached per state of the series (their sample counts and last times) for the whole span,
+    which every viewer opens and each new note or analysis redraws; loading more samples into
+    a series changes the key. Zooms are not: their windows rarely repeat, and the built
+    figure of one that was slow is kept by timeline.views.incidents.timeline_data."""
     if not series:
         return []
-    key = _downsample_cache_key(series, start, end, max_points)
-    cached = cache.get(key)
+    whole = start is None and end is None
+    key = _downsample_cache_key(series, start, end, max_points) if whole else ""
+    cached = cache.get(key) if whole else None
     if cached is None:
         cached = _downsample(series, start, end, max_points)
-        if sum(total for *_, total in cached) >= DOWNSAMPLE_CACHE_MIN_ROWS:
+        if whole and sum(total for *_, total in cached) >= DOWNSAMPLE_CACHE_MIN_ROWS:
             cache.set(key, cached, DOWNSAMPLE_CACHE_SECONDS)
     by_id = {s.pk: s for s in series}
     return [
@@ -183,6 +185,7 @@ def _downsample_cache_key(
     return f"series_downsampled:v2:{digest}"
 
 
+RECENT_ABOVE_ROWS = 50_000
 # A series whose window holds more samples than this is drawn from its per-minute rollups.
 ROLLUP_ABOVE_ROWS = 20_000
 
@@ -209,9 +212,12 @@ def _downsample(
     big = [s.pk for s in series if _estimated_rows(s, start, end) > ROLLUP_ABOVE_ROWS]
     columns = reader.rollups_read(big, start, end)  # series without rollups are read raw
     raw = [s.pk for s in series if s.pk not in columns]
+    # A big window goes through the process's recently decoded chunks (zooms reread the same
+    # hours); a small one is read in one query, cheaper than asking which chunks it holds.
+    recent = sum(_estimated_rows(s, start, end) for s in series if s.pk in raw) > RECENT_ABOVE_ROWS
     columns.update(
         (sid, (ts, values, len(ts)))
-        for sid, (ts, values) in reader.samples_read(raw, start, end).items()
+        for sid, (ts, values) in reader.samples_read(raw, start, end, recent=recent).items()
     )
     out = []
     for s in sorted(series, key=lambda s: s.pk):
@@ -222,12 +228,45 @@ def _downsample(
             order = np.argsort(ts, kind="stable")
             ts, values = ts[order], values[order]
         if len(ts) > max_points:
-            finite = np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
-            downsampler = MinMaxLTTBDownsampler()  # type: ignore[no-untyped-call]
-            idx = downsampler.downsample(ts, finite, n_out=max_points)
+            finite = (
+                values
+                if np.isfinite(values).all()
+                else np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
+            )
+            idx = minmax_lttb(np.ascontiguousarray(ts, dtype=np.int64), finite, max_points)
             ts, values = ts[idx], values[idx]
         out.append((s.pk, np.ascontiguousarray(ts), np.ascontiguousarray(values), total))
     return out
+
+
+def _rust_minmax_lttb() -> Any:
+    """tsdownsample's compiled MinMaxLTTB for int64 times and float64 values, or None if this
+    version of it does not have it where 0.1.5 does."""
+    try:
+        from tsdownsample.downsamplers import _tsdownsample_rs  # type: ignore[attr-defined]
+
+        return _tsdownsample_rs.minmaxlttb.sequential.downsample_i64_f64
+    except (ImportError, AttributeError):
+        return None
+
+
+_MINMAX_LTTB = _rust_minmax_lttb()
+MINMAX_RATIO = 4  # tsdownsample's default: min-max preselection of 4 points per LTTB bucket
+
+
+def minmax_lttb(ts: np.ndarray, values: np.ndarray, n_out: int) -> np.ndarray:
+    """Indices of the ``n_out`` points MinMaxLTTB keeps. The compiled function directly when
+    the arrays are int64 and float64 (a window of 88 series: its Python argument checks cost
+    ~0.15 ms a call, more than the downsampling), tsdownsample's public API otherwise; both
+    give the same indices (tests/metrics/test_downsample.py)."""
+    if _MINMAX_LTTB is not None and ts.dtype == np.int64 and values.dtype == np.float64:
+        return np.asarray(
+            _MINMAX_LTTB(
+                np.ascontiguousarray(ts), np.ascontiguousarray(values), n_out, MINMAX_RATIO
+            )
+        )
+    downsampler = MinMaxLTTBDownsampler()  # type: ignore[no-untyped-call]
+    return np.asarray(downsampler.downsample(ts, values, n_out=n_out, minmax_ratio=MINMAX_RATIO))
 
 
 def series_names(incident: Incident) -> list[str]:

@@ -108,6 +108,20 @@ REDIS_URL = env_str("REDIS_URL") or embedded.redis_url()
 
 # Celery: configured here under the CELERY_ namespace (timeline/celery.py loads it).
 CELERY_BROKER_URL = REDIS_URL
+# One cache for every web and worker process (the built timeline figures, downsampled windows,
+# sessions): a per-process cache would build each figure once per gunicorn worker. Keys carry
+# the database's name and OID (timeline.cachekeys), so two databases behind one Redis, or a
+# database created again under an old name, never read each other's entries.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "timeline",
+        "KEY_FUNCTION": "timeline.cachekeys.make_key",
+        "TIMEOUT": 600,
+    }
+}
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_BROKER_TRANSPORT_OPTIONS = {

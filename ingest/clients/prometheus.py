@@ -1,5 +1,8 @@
-"""A Prometheus HTTP API client for pulls: instant queries with a range selector, which
-answer with the raw samples and their own timestamps.
+"""A Prometheus HTTP API client (Prometheus, Thanos, Mimir and VictoriaMetrics share the API).
+
+Pulls and the analysis ask for raw samples: instant queries with a range selector, which answer
+with every sample at its own timestamp (:func:`query_fetch`). The timeline's remote series ask
+``query_range`` at a step (:func:`range_query`).
 
 Errors are raised as :class:`PrometheusError` in the server's words (its ``errorType`` and
 ``error``, or the HTTP status and body); the credentials are never part of any message.
@@ -9,11 +12,20 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+CHUNK_S = 3600  # one request per hour of window (the store's chunk), halved when too big
+MIN_CHUNK_S = 60
+SOURCE_LABEL = "source"
+SELECTOR = re.compile(r"^\s*([A-Za-z_:][A-Za-z0-9_:]*)?\s*(\{.*\})?\s*$", re.DOTALL)
+
+Progress = Callable[[float], None]
 
 
 class PrometheusError(Exception):
@@ -54,8 +66,20 @@ def public_url(url: str) -> str:
 
 def instant_query(server: Server, promql: str, at: float) -> dict[str, Any]:
     """POST /api/v1/query (``time`` = ``at``, unix seconds); the decoded success answer."""
-    endpoint = public_url(server.url) + "/api/v1/query"
-    body = urllib.parse.urlencode({"query": promql, "time": f"{at:.3f}"}).encode()
+    return _post(server, "/api/v1/query", {"query": promql, "time": f"{at:.3f}"})
+
+
+def range_query(
+    server: Server, promql: str, *, start: float, end: float, step: float
+) -> dict[str, Any]:
+    """POST /api/v1/query_range (unix seconds, ``step`` seconds); the decoded success answer."""
+    params = {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
+    return _post(server, "/api/v1/query_range", params)
+
+
+def _post(server: Server, path: str, params: dict[str, str]) -> dict[str, Any]:
+    endpoint = public_url(server.url) + path
+    body = urllib.parse.urlencode(params).encode()
     request = urllib.request.Request(  # noqa: S310  (the URL is the data source's, http(s) only)
         endpoint,
         data=body,
@@ -102,3 +126,90 @@ def _error(answer: dict[str, Any]) -> PrometheusError:
     kind = str(answer.get("errorType", "unknown"))
     text = str(answer.get("error", ""))
     return PrometheusError(f"{kind}: {text}", too_many_samples="too many samples" in text.lower())
+
+
+def query_fetch(
+    server: Server,
+    query: str,
+    *,
+    start: float,
+    end: float,
+    step: float = 0.0,
+    origin: str = "",
+    on_progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Every raw sample of ``query`` in [start, end] (unix seconds) as one ``query_range``
+    (matrix) document; each series gets ``source`` = ``origin``. A query that is not a series
+    selector is asked as a subquery at ``step`` seconds (60 when not given)."""
+    series: dict[tuple[tuple[str, str], ...], list[list[Any]]] = {}
+    metrics: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+    todo = _hours(start, end)
+    total = sum(b - a for a, b in todo) or 1.0
+    done = 0.0
+    while todo:
+        lo, hi = todo.pop(0)
+        try:
+            answer = instant_query(server, _ranged(query, hi - lo, step), hi)
+        except PrometheusError as exc:
+            if exc.too_many_samples and hi - lo > MIN_CHUNK_S:
+                mid = lo + (hi - lo) / 2
+                todo[:0] = [(lo, mid), (mid, hi)]  # smaller requests, still in time order
+                continue
+            if str(exc).startswith("bad_data:"):
+                # Said of the query with a range added: ask for the query as the user wrote
+                # it, so that an error in it is reported about their own text.
+                instant_query(server, query, hi)
+            raise
+        data = answer.get("data") or {}
+        if data.get("resultType") != "matrix":
+            raise PrometheusError(
+                f"{query}: expected a range of samples (matrix), got {data.get('resultType')!r}"
+            )
+        for item in data.get("result") or []:
+            metric = dict(item.get("metric") or {})
+            if origin:
+                key = SOURCE_LABEL if SOURCE_LABEL not in metric else f"prometheus_{SOURCE_LABEL}"
+                metric[key] = origin
+            ident = tuple(sorted(metric.items()))
+            values = series.setdefault(ident, [])
+            metrics[ident] = metric
+            last = values[-1][0] if values else None
+            for point in item.get("values") or []:
+                # Adjacent requests share their boundary instant: keep each time once.
+                if (last is None or point[0] > last) and lo <= point[0] <= end:
+                    values.append(point)
+                    last = point[0]
+        done += hi - lo
+        if on_progress:
+            on_progress(done / total)
+    return {
+        "status": "success",
+        "data": {
+            "resultType": "matrix",
+            "result": [
+                {"metric": metrics[ident], "values": values}
+                for ident, values in series.items()
+                if values
+            ],
+        },
+    }
+
+
+def _hours(start: float, end: float) -> list[tuple[float, float]]:
+    """[start, end] cut at CHUNK_S boundaries (aligned to the epoch)."""
+    out = []
+    lo = start
+    while True:
+        hi = min(end, (lo // CHUNK_S + 1) * CHUNK_S)
+        out.append((lo, hi))
+        if hi >= end:
+            return out
+        lo = hi
+
+
+def _ranged(query: str, seconds: float, step: float) -> str:
+    """The query with a range over the last ``seconds`` before the evaluation time."""
+    length = f"{max(round(seconds * 1000), 1)}ms"
+    if SELECTOR.match(query) and query.strip():
+        return f"{query.strip()}[{length}]"
+    return f"({query})[{length}:{max(round((step or 60) * 1000), 1)}ms]"

@@ -18,18 +18,18 @@ import datetime as dt
 import json
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max, Min, Q
-from django.db.models.functions import Coalesce
+from django.db.models import Q
 from django.utils import timezone
 
-from ingest.clients.prometheus import PrometheusError, Server, instant_query, public_url
+from ingest.clients.prometheus import PrometheusError, Server, public_url, query_fetch
 from ingest.services import IngestError
 from ingest.services.orchestration import Load, Upload, files_ingest
 from timeline.choices import RunStatus
+from timeline.metrics.remote import incident_window
 from timeline.models import DataSource, Incident, MetricsPull
 from timeline.services import analysis_request
 
@@ -47,23 +47,6 @@ DEFAULT_QUERIES = (
     "DCGM_FI_DEV_GPU_UTIL",
     "DCGM_FI_PROF_SM_ACTIVE",
 )
-CHUNK_S = 3600  # one request per hour of window (the store's chunk), halved when too big
-MIN_CHUNK_S = 60
-SOURCE_LABEL = "source"
-_SELECTOR = re.compile(r"^\s*([A-Za-z_:][A-Za-z0-9_:]*)?\s*(\{.*\})?\s*$", re.DOTALL)
-
-Progress = Callable[[float], None]
-
-
-def incident_window(incident: Incident) -> tuple[dt.datetime, dt.datetime] | None:
-    """The span of the incident's events and marks, or None when it has neither."""
-    span = incident.events.aggregate(lo=Min("at"), hi=Max(Coalesce("ends_at", "at")))
-    times = [t for t in (span["lo"], span["hi"]) if t is not None]
-    times += [t for t in (incident.last_good_at, incident.first_bad_at) if t is not None]
-    times += [t for t in (incident.resolved_at,) if t is not None and times]
-    if not times:
-        return None
-    return min(times), max(times)
 
 
 def pull_create(
@@ -187,93 +170,6 @@ def pull_run(*, pull_id: int) -> MetricsPull:
         analysis_request(incident_id=pull.incident_id)
     pull.refresh_from_db()
     return pull
-
-
-def query_fetch(
-    server: Server,
-    query: str,
-    *,
-    start: float,
-    end: float,
-    step: float = 0.0,
-    origin: str = "",
-    on_progress: Progress | None = None,
-) -> dict[str, Any]:
-    """Every raw sample of ``query`` in [start, end] (unix seconds) as one ``query_range``
-    (matrix) document; each series gets ``source`` = ``origin``. A query that is not a series
-    selector is asked as a subquery at ``step`` seconds (60 when not given)."""
-    series: dict[tuple[tuple[str, str], ...], list[list[Any]]] = {}
-    metrics: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
-    todo = _hours(start, end)
-    total = sum(b - a for a, b in todo) or 1.0
-    done = 0.0
-    while todo:
-        lo, hi = todo.pop(0)
-        try:
-            answer = instant_query(server, _ranged(query, hi - lo, step), hi)
-        except PrometheusError as exc:
-            if exc.too_many_samples and hi - lo > MIN_CHUNK_S:
-                mid = lo + (hi - lo) / 2
-                todo[:0] = [(lo, mid), (mid, hi)]  # smaller requests, still in time order
-                continue
-            if str(exc).startswith("bad_data:"):
-                # Said of the query with a range added: ask for the query as the user wrote
-                # it, so that an error in it is reported about their own text.
-                instant_query(server, query, hi)
-            raise
-        data = answer.get("data") or {}
-        if data.get("resultType") != "matrix":
-            raise PrometheusError(
-                f"{query}: expected a range of samples (matrix), got {data.get('resultType')!r}"
-            )
-        for item in data.get("result") or []:
-            metric = dict(item.get("metric") or {})
-            if origin:
-                key = SOURCE_LABEL if SOURCE_LABEL not in metric else f"prometheus_{SOURCE_LABEL}"
-                metric[key] = origin
-            ident = tuple(sorted(metric.items()))
-            values = series.setdefault(ident, [])
-            metrics[ident] = metric
-            last = values[-1][0] if values else None
-            for point in item.get("values") or []:
-                # Adjacent requests share their boundary instant: keep each time once.
-                if (last is None or point[0] > last) and lo <= point[0] <= end:
-                    values.append(point)
-                    last = point[0]
-        done += hi - lo
-        if on_progress:
-            on_progress(done / total)
-    return {
-        "status": "success",
-        "data": {
-            "resultType": "matrix",
-            "result": [
-                {"metric": metrics[ident], "values": values}
-                for ident, values in series.items()
-                if values
-            ],
-        },
-    }
-
-
-def _hours(start: float, end: float) -> list[tuple[float, float]]:
-    """[start, end] cut at CHUNK_S boundaries (aligned to the epoch)."""
-    out = []
-    lo = start
-    while True:
-        hi = min(end, (lo // CHUNK_S + 1) * CHUNK_S)
-        out.append((lo, hi))
-        if hi >= end:
-            return out
-        lo = hi
-
-
-def _ranged(query: str, seconds: float, step: float) -> str:
-    """The query with a range over the last ``seconds`` before the evaluation time."""
-    length = f"{max(round(seconds * 1000), 1)}ms"
-    if _SELECTOR.match(query) and query.strip():
-        return f"{query.strip()}[{length}]"
-    return f"({query})[{length}:{max(round((step or 60) * 1000), 1)}ms]"
 
 
 def _server(pull: MetricsPull) -> Server:

@@ -157,3 +157,23 @@ def test_the_binary_forms_need_no_database() -> None:
         "threading",
         "zstandard",
     }
+
+
+def test_recently_decoded_chunks_read_the_same_and_a_merge_is_never_stale(incident) -> None:
+    ts = T0 + np.arange(0, 2 * HOUR, 1000, dtype=np.int64)
+    values = np.sin(np.arange(len(ts)) / 30.0)
+    loaders.load_samples(incident, None, [_block(ts, values)])
+    (sid,) = Series.objects.filter(incident=incident).values_list("pk", flat=True)
+    window = (_aware(T0 + HOUR - 90_000), _aware(T0 + HOUR + 90_000))
+    plain = reader.samples_read([sid], *window)
+    for _ in range(2):  # decoded, then served from the process's recent chunks
+        got = reader.samples_read([sid], *window, recent=True)
+        assert got[sid][0].tolist() == plain[sid][0].tolist()
+        assert got[sid][1].tolist() == plain[sid][1].tolist()
+    # A second load merges a sample into the first hour: its chunk's bytes change, so the
+    # next read decodes it again instead of serving the old one.
+    extra = T0 + HOUR - 500
+    loaders.load_samples(incident, None, [_block([extra], [42.0])])
+    after = reader.samples_read([sid], *window, recent=True)
+    assert extra in after[sid][0].tolist()
+    assert after[sid][1][after[sid][0].tolist().index(extra)] == 42.0

@@ -272,7 +272,7 @@ def analyze(inputs: Inputs) -> Result:
     )
     params = inputs.params
     marks = inputs.marks
-    warnings: list[str] = []
+    warnings: list[str] = list(inputs.warnings)
 
     merged = merge_changes(inputs.changes, params.same_change_window)
     warnings.extend(_skew_warnings(merged, params.same_change_window))

@@ -408,6 +408,8 @@ class Inputs:
     errors: tuple[LogSymptom, ...] = ()
     marks: Marks = Marks()
     params: Params = Params()
+    # What the glue could not load (a remote series whose server failed), said first.
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,14 @@ from timeline.models.analysis import Analysis, Finding
 from timeline.models.collab import AuditEntry, Evidence, Hypothesis, HypothesisStatusChange, Note
 from timeline.models.core import ApiToken, Artifact, Incident, Team, TeamInvite
 from timeline.models.evidence import ConfigChange, Event
-from timeline.models.metrics import DataSource, MetricsPull, SampleChunk, SampleRollup, Series
+from timeline.models.metrics import (
+    DataSource,
+    MetricsPull,
+    RemoteSeries,
+    SampleChunk,
+    SampleRollup,
+    Series,
+)
 
 __all__ = [
     "Analysis",
@@ -25,6 +32,7 @@ __all__ = [
     "Incident",
     "MetricsPull",
     "Note",
+    "RemoteSeries",
     "SampleChunk",
     "SampleRollup",
     "Series",

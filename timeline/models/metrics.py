@@ -148,3 +148,36 @@ class MetricsPull(models.Model):
 
     def __str__(self) -> str:
         return f"pull {self.pk} from {self.url}"
+
+
+class RemoteSeries(models.Model):
+    """A series an incident draws straight from one of its team's data sources, never copied.
+
+    The timeline asks the server for the visible window at a step (peaks kept, answers cached:
+    timeline.metrics.remote); the analysis asks for the raw samples of its window when ``name``
+    is one it reads. ``name`` is the metric the series stands for (the selector's own name, or
+    one given to an expression), which also puts it on that metric's panel; ``resolution_s`` is
+    the spacing of the server's samples as measured when the series was added (0: unknown)."""
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="remote_series")
+    source = models.ForeignKey(DataSource, on_delete=models.CASCADE, related_name="remote_series")
+    query = models.TextField()
+    name = models.CharField(max_length=300, blank=True)
+    title = models.CharField(max_length=200, blank=True)
+    resolution_s = models.FloatField(default=0.0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "remote series"
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["incident", "source", "query"], name="remoteseries_unique_query"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.name or self.query[:80]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
+import time
 from typing import Any
 
+import orjson
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Max, OuterRef, Q, Subquery
@@ -14,20 +17,17 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from evidence.vocabulary import EventKind
-from timeline import access, charts, live_config, selectors
+from timeline import access, charts, live_config, selectors, shared_cache
 from timeline.analysis import current_analysis, merged_changes
 from timeline.choices import EVENT_KIND_CHOICES, LANE_CHOICES, FindingKind, RunStatus
-from timeline.figure_data import (
-    MAX_PICKED_SERIES,
-    timeline_figure_data,
-    trace_name,
-)
+from timeline.figure_data import overlay, picked_panels, timeline_figure_data, trace_name
 from timeline.forms import IncidentForm, parse_utc
 from timeline.markdown import render as md
-from timeline.models import Analysis, Artifact, Event, Finding, Incident
+from timeline.metrics import remote
+from timeline.models import Analysis, Artifact, Event, Finding, Incident, RemoteSeries
 from timeline.services import ServiceError, incident_create
 from timeline.verdict import verdict, warning_texts
-from timeline.views.live import incident_version
+from timeline.versions import incident_version, version_annotation
 
 
 @require_GET
@@ -112,26 +112,13 @@ def incident_timeline(request: HttpRequest, slug: str) -> HttpResponse:
             "kinds": EVENT_KIND_CHOICES,
             "series_names": series_names,
             "default_panels": picked_panels(request.GET.getlist("series"), series_names),
-            "has_data": bool(artifacts) or Event.objects.filter(incident=incident).exists(),
+            "has_data": bool(artifacts)
+            or Event.objects.filter(incident=incident).exists()
+            or RemoteSeries.objects.filter(incident=incident).exists(),
             # what the page shows; its script polls for a newer one (timeline/views/live.py)
             "version": incident_version(incident),
         },
     )
-
-
-def picked_panels(asked: list[str], names: list[str]) -> list[str]:
-    """The metric panels to show: those in the address (a choice survives a reload), else
-    the usual ones the incident holds, else its first custom metrics (never an empty chart
-    for an incident whose metrics are all custom)."""
-    known = set(names)
-    picked = [n for n in asked if n in known][:MAX_PICKED_SERIES]
-    if picked:
-        return picked
-    usual = [name for name, _ in selectors.DEFAULT_PANELS if name in known]
-    return usual or names[:DEFAULT_CUSTOM_PANELS]
-
-
-DEFAULT_CUSTOM_PANELS = 4
 
 
 @require_GET
@@ -160,23 +147,79 @@ def _parse_time(raw: str | None) -> dt.datetime | None:
         return None
 
 
+FIGURE_CACHE_SECONDS = 600
+FIGURE_BUILD_SECONDS = 20
+KEEP_ZOOMS_SLOWER_THAN_S = 0.15
+
+
 @require_GET
 def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
-    """The figure for a time window: events on lanes plus downsampled metric panels."""
-    incident = access.incident_for(request.user, slug)
-    figure = timeline_figure_data(
-        incident,
-        _parse_time(request.GET.get("start")),
-        _parse_time(request.GET.get("end")),
-        series=request.GET.getlist("series"),
-    )
-    body = charts.figure_json(charts.timeline_figure(figure.data))
-    meta = json.dumps(
-        {"points": {f"{p.name}{trace_name(p.labels)}": [len(p.ts), p.total] for p in figure.points}}
-    )
-    return HttpResponse(
-        '{"figure":' + body + ',"meta":' + meta + "}", content_type="application/json"
-    )
+    """The figure for a time window: events on lanes plus downsampled metric panels.
+
+    The body is cached in Redis (shared by every worker) under the incident's version, the
+    window and the picked series, and carries that key as its ETag: a viewer asking again with
+    ``If-None-Match`` gets a body-less 304, another viewer of the same window the cached body;
+    anything new in the incident changes the version, so neither can show a stale figure."""
+    incident = access.incident_for(request.user, slug, annotate={"version": version_annotation()})
+    start = _parse_time(request.GET.get("start"))
+    end = _parse_time(request.GET.get("end"))
+    series = request.GET.getlist("series")
+    version = incident_version(incident)
+    window = f"{start.timestamp() if start else ''}-{end.timestamp() if end else ''}"
+    # Remote series (timeline.metrics.remote) change without the incident: a key of their own.
+    remote_part = remote.figure_token(overlay(incident, version).remotes)
+    digest = hashlib.sha256(
+        json.dumps([incident.pk, version, window, series, remote_part]).encode()
+    ).hexdigest()[:32]
+    etag = f'"{digest}"'
+    if etag in {t.strip() for t in request.headers.get("If-None-Match", "").split(",")}:
+        response = HttpResponse(status=304)
+    else:
+        key = f"timeline-json:v1:{digest}"
+        body = shared_cache.get(key)
+        # Many viewers opening the same window at once: one worker builds it, the others
+        # wait for its body rather than building it too.
+        # (Zooms are built by whoever asks: two viewers rarely ask for the same one at once.)
+        owner = body is None and (
+            start is not None or shared_cache.claim(key, FIGURE_BUILD_SECONDS)
+        )
+        if body is None and not owner:
+            body = shared_cache.wait_for(key, FIGURE_BUILD_SECONDS)
+        if body is None:
+            try:
+                began = time.perf_counter()
+                figure = timeline_figure_data(incident, start, end, series=series, version=version)
+                meta = orjson.dumps(
+                    {
+                        "points": {
+                            f"{p.name}{trace_name(p.labels)}": [len(p.ts), p.total]
+                            for p in figure.points
+                        }
+                    }
+                )
+                body = b"".join(
+                    (
+                        b'{"figure":',
+                        charts.figure_json_bytes(charts.timeline_figure(figure.data)),
+                        b',"meta":',
+                        meta,
+                        b"}",
+                    )
+                )
+                # The whole incident is what every viewer opens first: always kept. A zoom is
+                # kept only when it was slow to build; most are one viewer's, asked once
+                # (their reloads get 304s), and storing 3 MB costs a tenth of building it.
+                if start is None or time.perf_counter() - began > KEEP_ZOOMS_SLOWER_THAN_S:
+                    shared_cache.put(key, body, FIGURE_CACHE_SECONDS)
+            finally:
+                if owner and start is None:
+                    shared_cache.release(key)
+        response = HttpResponse(body, content_type="application/json")
+    response["ETag"] = etag
+    # Per user (a team's incident) and always revalidated: a cached copy must never hide a
+    # change.
+    response["Cache-Control"] = "private, no-cache"
+    return response
 
 
 @require_GET
