@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from evidence.vocabulary import HarnessStatus, SymptomKind, harness_failed
+import numpy as np
+
+from evidence.vocabulary import HarnessStatus, SymptomKind
 from timeline.correlation.config_state import (
     fmt_duration,
     fmt_time,
@@ -35,6 +38,7 @@ from timeline.correlation.symptoms import (
     THROUGHPUT,
     Load,
     Metrics,
+    failed_runs,
     find_dropped_requests,
     find_harness_failures,
     find_wedges,
@@ -43,16 +47,20 @@ from timeline.correlation.symptoms import (
     load_from_requests,
     prepare_metrics,
     sort_symptoms,
+    status_is,
 )
 from timeline.correlation.types import (
     Change,
-    HarnessRun,
+    HarnessRuns,
     Inputs,
     LogSymptom,
+    Requests,
     Result,
     RuledOut,
     Suspect,
     Symptom,
+    from_us,
+    to_us,
 )
 from timeline.correlation.verdicts import rank_live
 from timeline.correlation.windows import Moment, find_first_bad, find_last_good
@@ -109,7 +117,8 @@ def _check_requests(inputs: Inputs, warnings: list[str]) -> list[Symptom]:
         )
     verdict = find_dropped_requests(inputs.requests, inputs.log_spans, timeout)
     if verdict.unknown:
-        first = min(verdict.unknown, key=lambda r: r.received_at)
+        unknown = Requests.of(verdict.unknown)
+        first = unknown.row(int(np.argmin(unknown.received_us)))
         warnings.append(
             f"{len(verdict.unknown)} request(s) never finished but the server log does not "
             f"cover {fmt_duration(timeout)} after they were received (first: {first.rid} at "
@@ -147,10 +156,11 @@ def _check_clocks(inputs: Inputs, symptoms: Sequence[Symptom], warnings: list[st
             f"{fmt_time(log_start)}: the metrics and the log may disagree on the clock or time "
             "zone, or the log starts late"
         )
-    before_log = [r for r in inputs.requests if r.received_at < log_start]
+    requests = Requests.of(inputs.requests)
+    before_log = int(np.count_nonzero(requests.received_us < to_us(log_start)))
     if before_log:
         warnings.append(
-            f"{len(before_log)} request(s) were received before the first server log line at "
+            f"{before_log} request(s) were received before the first server log line at "
             f"{fmt_time(log_start)}: the log spans and the requests disagree on time"
         )
 
@@ -160,15 +170,20 @@ def _data_end(inputs: Inputs, metrics: Metrics, symptoms: Sequence[Symptom]) -> 
     if metrics.last_ms is not None:
         ends.append(from_ms(metrics.last_ms))
     ends.extend(span.end for span in inputs.log_spans)
-    ends.extend(r.finished_at or r.received_at for r in inputs.requests)
-    ends.extend(run.at for run in inputs.harness)
+    requests = Requests.of(inputs.requests)
+    if requests:
+        ends_us = np.where(requests.finished, requests.finished_us, requests.received_us)
+        ends.append(from_us(int(ends_us.max())))
+    harness = HarnessRuns.of(inputs.harness)
+    if harness:
+        ends.append(from_us(int(harness.at_us.max())))
     ends.extend(c.at for c in inputs.changes)
     ends.extend(s.ends_at or s.at for s in symptoms)
     return max(ends) if ends else None
 
 
 def _rule_out_model_quality(
-    runs: Sequence[HarnessRun],
+    runs: HarnessRuns,
     symptoms: Sequence[Symptom],
     first_bad: dt.datetime | None,
     last_good: dt.datetime | None,
@@ -176,44 +191,50 @@ def _rule_out_model_quality(
 ) -> list[RuledOut]:
     if not runs or not symptoms or first_bad is None:
         return []
-    ordered = sorted(runs, key=lambda r: r.at)
-    start = last_good if last_good is not None else ordered[0].at
+    order = np.argsort(runs.at_us, kind="stable")  # runs in time order, ties as given
+    at_us = runs.at_us[order]
+    start = last_good if last_good is not None else from_us(int(at_us[0]))
     start_words = "last good" if last_good is not None else "the first run"
     end = max(s.ends_at or s.at for s in symptoms)
-    window = [r for r in ordered if start <= r.at <= end]
-    if any(harness_failed(r.status) for r in window):
+    window = (at_us >= to_us(start)) & (at_us <= to_us(end))
+    failed = failed_runs(runs)[order]
+    if (window & failed).any():
         return []
-    passed = [r for r in window if r.status == HarnessStatus.PASS]
+    is_pass = status_is(runs, lambda s: s == HarnessStatus.PASS)[order]
+    passed = np.flatnonzero(window & is_pass)  # positions in time order
     span = f"between {fmt_time(start)} and {fmt_time(end)}"
-    if len(passed) < MIN_PASSED_RUNS:
+    if passed.size < MIN_PASSED_RUNS:
         warnings.append(
-            f"only {len(passed)} passing harness run(s) {span}: too few to rule out model quality"
+            f"only {passed.size} passing harness run(s) {span}: too few to rule out model quality"
         )
         return []
-    during = [r for r in passed if r.at >= first_bad]
+    during = int(np.count_nonzero(at_us[passed] >= to_us(first_bad)))
     if not during:
         warnings.append(
-            f"the harness passed {len(passed)} runs {span}, but none at or after the first bad "
+            f"the harness passed {passed.size} runs {span}, but none at or after the first bad "
             "moment: model quality is not ruled out"
         )
         return []
-    suites = sorted({r.suite for r in passed})
-    scores = [r.score for r in passed if r.score is not None]
+    passed_rows = order[passed]
+    suites = sorted(set(map(runs.suite.__getitem__, passed_rows.tolist())))
+    scores = runs.score[passed_rows]
+    scores = scores[~np.isnan(scores)]
     evidence = [
-        f"{len(passed)} harness runs from {fmt_time(passed[0].at)} to {fmt_time(passed[-1].at)} "
+        f"{passed.size} harness runs from {fmt_time(from_us(int(at_us[passed[0]])))} to "
+        f"{fmt_time(from_us(int(at_us[passed[-1]])))} "
         f"all passed, with no failure or error (suites: {', '.join(suites)})",
         f"they cover the window from {start_words} ({fmt_time(start)}) to the end of the "
-        f"symptoms ({fmt_time(end)}), {len(during)} of them at or after the first bad moment",
+        f"symptoms ({fmt_time(end)}), {during} of them at or after the first bad moment",
         (
-            f"scores ranged from {min(scores):.3g} to {max(scores):.3g}"
-            if scores
+            f"scores ranged from {float(scores.min()):.3g} to {float(scores.max()):.3g}"
+            if scores.size
             else "the runs reported no scores"
         ),
     ]
-    skipped = [r for r in window if r.status != HarnessStatus.PASS and not harness_failed(r.status)]
+    skipped = int(np.count_nonzero(window & ~is_pass & ~failed))
     if skipped:
-        evidence.append(f"{len(skipped)} skipped run(s) in the window were not counted")
-    return [RuledOut(MODEL_QUALITY, tuple(evidence), tuple(r.ref for r in passed))]
+        evidence.append(f"{skipped} skipped run(s) in the window were not counted")
+    return [RuledOut(MODEL_QUALITY, tuple(evidence), tuple(runs.ref[passed_rows].tolist()))]
 
 
 def _require_aware(inputs: Inputs) -> None:
@@ -223,11 +244,13 @@ def _require_aware(inputs: Inputs) -> None:
         ("marks.first_bad", inputs.marks.first_bad),
     ]
     named += [(f"change {c.key} (ref {c.ref})", c.at) for c in inputs.changes]
-    for r in inputs.requests:
-        named += [(f"request {r.rid}", r.received_at), (f"request {r.rid}", r.finished_at)]
+    if not isinstance(inputs.requests, Requests):  # columns hold UTC microseconds
+        for r in inputs.requests:
+            named += [(f"request {r.rid}", r.received_at), (f"request {r.rid}", r.finished_at)]
     for span in inputs.log_spans:
         named += [(f"log span {span.ref}", span.start), (f"log span {span.ref}", span.end)]
-    named += [(f"harness run {run.ref}", run.at) for run in inputs.harness]
+    if not isinstance(inputs.harness, HarnessRuns):
+        named += [(f"harness run {run.ref}", run.at) for run in inputs.harness]
     named += [(f"series {s.name}", s.ts[0]) for s in inputs.series if s.ts]
     for st in inputs.starts:
         named += [(f"server start {st.ref}", st.at), (f"server start {st.ref}", st.ends_at)]
@@ -243,6 +266,10 @@ def analyze(inputs: Inputs) -> Result:
     Raises ValueError if a time is naive (the contract is aware UTC everywhere).
     """
     _require_aware(inputs)
+    # Requests and harness runs as columns from here on (a big incident has a million).
+    inputs = replace(
+        inputs, requests=Requests.of(inputs.requests), harness=HarnessRuns.of(inputs.harness)
+    )
     params = inputs.params
     marks = inputs.marks
     warnings: list[str] = list(inputs.warnings)
@@ -290,7 +317,9 @@ def analyze(inputs: Inputs) -> Result:
 
     ranking = rank_changes(merged, symptoms, first.at, last.at, load, params, until)
     warnings.extend(_together_warnings(ranking.suspects, params.together_window))
-    ruled_out = _rule_out_model_quality(inputs.harness, symptoms, first.at, last.at, warnings)
+    ruled_out = _rule_out_model_quality(
+        HarnessRuns.of(inputs.harness), symptoms, first.at, last.at, warnings
+    )
     return Result(
         first_bad=first.at,
         first_bad_reason=first.reason,
@@ -383,7 +412,9 @@ def _analyze_live(
     last_good = ranking.good.begin if ranking.good is not None else None
     if ranking.good is not None and ranking.last_good_reason.startswith("operator mark"):
         last_good = inputs.marks.last_good
-    ruled_out = _rule_out_model_quality(inputs.harness, symptoms, first.at, last_good, warnings)
+    ruled_out = _rule_out_model_quality(
+        HarnessRuns.of(inputs.harness), symptoms, first.at, last_good, warnings
+    )
     result = Result(
         first_bad=first.at,
         first_bad_reason=first.reason,

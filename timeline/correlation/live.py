@@ -16,11 +16,21 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from evidence.vocabulary import SymptomKind
 from timeline.correlation import keys
 from timeline.correlation.config_state import fmt_duration, fmt_time
 from timeline.correlation.symptoms import Load
-from timeline.correlation.types import Change, Request, ServerStart, Symptom
+from timeline.correlation.types import (
+    Change,
+    Request,
+    Requests,
+    ServerStart,
+    Symptom,
+    from_us,
+    to_us,
+)
 
 CRASHES = frozenset(
     {SymptomKind.CRASH, SymptomKind.WATCHDOG_TIMEOUT, SymptomKind.CRASH_LOOP, SymptomKind.OOM}
@@ -98,6 +108,31 @@ class _ByTime:
         return self.items[lo:hi]
 
 
+class _RequestsByTime:
+    """Requests in the order they were received (stable), as columns, sliced by [begin, end)
+    with a binary search: a big incident holds a million requests, which are never made into
+    objects here. ``finished_before[k]``: how many of the first k finished; ``last_done[k]``:
+    the position of the last finished one up to k (-1: none)."""
+
+    def __init__(self, requests: Sequence[Request]) -> None:
+        table = Requests.of(requests)
+        us = table.received_us
+        if us.size > 1 and not (us[1:] >= us[:-1]).all():
+            table = table.take(np.argsort(us, kind="stable"))
+        self.table = table
+        self.received = table.received_us
+        done = table.finished
+        self.finished_before = np.concatenate(([0], np.cumsum(done))).astype(np.int64)
+        positions = np.where(done, np.arange(done.size), -1)
+        self.last_done = np.maximum.accumulate(positions) if done.size else positions
+
+    def span(self, begin: dt.datetime, end: dt.datetime | None) -> tuple[int, int]:
+        lo = int(np.searchsorted(self.received, to_us(begin), side="left"))
+        if end is None:
+            return lo, int(self.received.size)
+        return lo, int(np.searchsorted(self.received, to_us(end), side="left"))
+
+
 def build_intervals(
     starts: Sequence[ServerStart],
     changes: Sequence[Change],
@@ -113,7 +148,7 @@ def build_intervals(
     carried: dict[str, str] = {}
     intervals: list[LiveInterval] = []
     by_symptom = _ByTime(symptoms, [x.at for x in symptoms])
-    by_request = _ByTime(requests, [r.received_at for r in requests])
+    by_request = _RequestsByTime(requests)
     i = 0
     for n, start in enumerate(ordered):
         applied: list[Change] = []
@@ -145,8 +180,8 @@ def build_intervals(
         loaded = (
             load.loaded(begin, end) if load is not None and end is not None else dt.timedelta(0)
         )
-        inside = [r for r in by_request.between(begin, end) if isinstance(r, Request)]
-        finished = sum(1 for r in inside if r.finished_at is not None)
+        lo, hi = by_request.span(begin, end)
+        finished = int(by_request.finished_before[hi] - by_request.finished_before[lo])
         intervals.append(
             LiveInterval(
                 index=n,
@@ -159,7 +194,7 @@ def build_intervals(
                 loaded=loaded,
                 symptoms=tuple(x for x in by_symptom.between(begin, end) if isinstance(x, Symptom)),
                 finished=finished,
-                stalled=len(inside) - finished,
+                stalled=hi - lo - finished,
                 recorded=tuple(applied),
             )
         )
@@ -186,27 +221,37 @@ def cut_by_restart(
     kept and how many were cut."""
     if not intervals:
         return list(symptoms), 0
-    by_ref = {r.ref: r for r in requests}
-    begins = [i.begin for i in intervals]
-    kept: list[Symptom] = []
-    cut = 0
-    for s in symptoms:
-        request = (
-            by_ref.get(s.refs[0]) if s.kind == SymptomKind.DROPPED_REQUEST and s.refs else None
+    table = Requests.of(requests)
+    candidates = [
+        k for k, s in enumerate(symptoms) if s.kind == SymptomKind.DROPPED_REQUEST and s.refs
+    ]
+    cut_at = np.zeros(len(symptoms), dtype=bool)
+    if candidates and len(table):
+        refs = np.array([symptoms[k].refs[0] for k in candidates], dtype=np.int64)
+        # The request of each symptom's ref (the last one of that ref, as a dict would keep).
+        by_ref = np.argsort(table.ref, kind="stable")
+        sorted_refs = table.ref[by_ref]
+        pos = np.searchsorted(sorted_refs, refs, side="right") - 1
+        known = pos >= 0
+        known &= sorted_refs[np.maximum(pos, 0)] == refs
+        row = by_ref[np.maximum(pos, 0)]
+        received = table.received_us[row]
+        unfinished = known & ~table.finished[row]
+        # The interval each was received in (the latest start at or before it).
+        begins = np.array([to_us(i.begin) for i in intervals], dtype=np.int64)
+        ends = np.array(
+            [to_us(i.end) if i.end is not None else 0 for i in intervals], dtype=np.int64
         )
-        if request is not None and request.finished_at is None:
-            k = bisect.bisect_right(begins, request.received_at)
-            interval = intervals[k - 1] if k else None
-            if (
-                interval is not None
-                and interval.end is not None
-                and interval.end < request.received_at + timeout
-                and interval.index + 1 < len(intervals)
-            ):
-                cut += 1
-                continue
-        kept.append(s)
-    return kept, cut
+        ended = np.array([i.end is not None for i in intervals], dtype=bool)
+        not_last = np.array([i.index + 1 < len(intervals) for i in intervals], dtype=bool)
+        k = np.searchsorted(begins, received, side="right") - 1
+        inside = k >= 0
+        k = np.maximum(k, 0)
+        timeout_us = timeout // dt.timedelta(microseconds=1)
+        cut = unfinished & inside & ended[k] & (ends[k] < received + timeout_us) & not_last[k]
+        cut_at[np.array(candidates)[cut]] = True
+    kept = [s for s, was_cut in zip(symptoms, cut_at.tolist(), strict=True) if not was_cut]
+    return kept, int(cut_at.sum())
 
 
 def find_stalls(
@@ -219,25 +264,28 @@ def find_stalls(
     when at least ``min_requests`` of them went unfinished over at least ``min_span`` while the
     server stayed up (until the next start): the server stalled. Which requests kept finishing
     before it is said in the title."""
-    by_request = _ByTime(requests, [r.received_at for r in requests])
+    by_request = _RequestsByTime(requests)
+    received = by_request.received
     stalls: list[Symptom] = []
     for interval in intervals:
         if interval.end is None or interval.index + 1 >= len(intervals):
             continue  # the log may simply end: a stall needs the server seen up after it
-        inside = [
-            r for r in by_request.between(interval.begin, interval.end) if isinstance(r, Request)
-        ]
-        last_done = max((n for n, r in enumerate(inside) if r.finished_at is not None), default=-1)
-        tail = inside[last_done + 1 :]
-        if len(tail) < min_requests or interval.end - tail[0].received_at < min_span:
+        lo, hi = by_request.span(interval.begin, interval.end)
+        last = int(by_request.last_done[hi - 1]) if hi > lo else -1
+        first_tail = last + 1 if last >= lo else lo  # after the last one that finished
+        tail = hi - first_tail
+        if tail < min_requests:
+            continue
+        tail_at = from_us(int(received[first_tail]))
+        if interval.end - tail_at < min_span:
             continue
         title = (
-            f"stall: {len(tail)} requests received from {fmt_time(tail[0].received_at)} and none "
-            f"finished until the restart at {fmt_time(interval.end)}; {last_done + 1} finished "
+            f"stall: {tail} requests received from {fmt_time(tail_at)} and none "
+            f"finished until the restart at {fmt_time(interval.end)}; {first_tail - lo} finished "
             "before it"
         )
-        refs = tuple(r.ref for r in tail[:50])
-        stalls.append(Symptom(SymptomKind.STALL, tail[0].received_at, interval.end, title, refs))
+        refs = tuple(by_request.table.ref[first_tail : first_tail + min(tail, 50)].tolist())
+        stalls.append(Symptom(SymptomKind.STALL, tail_at, interval.end, title, refs))
     return stalls
 
 

@@ -15,6 +15,7 @@ sample, the latest throughput (or utilisation) sample no older than :data:`LOOKB
 from __future__ import annotations
 
 import datetime as dt
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -24,7 +25,20 @@ from numpy.typing import NDArray
 
 from evidence.vocabulary import SymptomKind, harness_failed
 from timeline.correlation.config_state import fmt_duration
-from timeline.correlation.types import HarnessRun, LogSpan, Params, Request, Series, Symptom
+from timeline.correlation.types import (
+    Floats,
+    HarnessRun,
+    HarnessRuns,
+    LogSpan,
+    Params,
+    Request,
+    Requests,
+    Series,
+    Symptom,
+    Times,
+    datetimes_of_us,
+    strings_at,
+)
 
 UTC = dt.UTC
 
@@ -55,6 +69,18 @@ def from_ms(ms: int) -> dt.datetime:
 def _times_ms(times: Sequence[dt.datetime]) -> I64:
     seconds = np.fromiter(map(dt.datetime.timestamp, times), dtype=np.float64, count=len(times))
     return np.rint(seconds * 1000.0).astype(np.int64)
+
+
+def _ms_of_us(us: I64) -> F64:
+    """``t.timestamp() * 1000`` of each microsecond epoch, the same float operations (the
+    int64 -> float64 conversion is exact below 2**53 us, some 285 years)."""
+    ms: F64 = (us / 1e6) * 1000.0
+    return ms
+
+
+def _rint_ms_of_us(us: I64) -> I64:
+    """:func:`_times_ms` of each microsecond epoch, without the datetimes."""
+    return np.rint(_ms_of_us(us)).astype(np.int64)
 
 
 # --- metrics ------------------------------------------------------------------------------------
@@ -113,13 +139,17 @@ def _combine(parts: list[tuple[I64, F64]], how: str) -> Combined | None:
     values = np.concatenate([p[1] for p in parts])
     sid = np.concatenate([np.full(p[0].size, i, dtype=np.int64) for i, p in enumerate(parts)])
     finite = np.isfinite(values)
-    ts, values, sid = ts[finite], values[finite], sid[finite]
+    if not finite.all():
+        ts, values, sid = ts[finite], values[finite], sid[finite]
     if ts.size == 0:
         return Combined(ts, values, len(parts))
     bucket = ts // _BUCKET_MS
     # Stable sort of already-sorted runs: within a bucket, entries stay grouped by series
-    # and in time order, so "last value of a series in a bucket" is a neighbour test.
-    order = np.argsort(bucket, kind="stable")
+    # and in time order, so "last value of a series in a bucket" is a neighbour test. The
+    # offsets from the first bucket fit in 32 bits for 68 years: half the bytes to sort.
+    span = int(bucket.max() - bucket.min()) if bucket.size else 0
+    key = (bucket - bucket.min()).astype(np.int32) if span < 2**31 else bucket
+    order = np.argsort(key, kind="stable")
     bucket, values, sid = bucket[order], values[order], sid[order]
     last = np.ones(bucket.size, dtype=bool)
     last[:-1] = (bucket[1:] != bucket[:-1]) | (sid[1:] != sid[:-1])
@@ -140,7 +170,7 @@ class _TimesCache:
     def __init__(self) -> None:
         self._seen: dict[tuple[int, dt.datetime, dt.datetime], list[tuple[object, I64]]] = {}
 
-    def get(self, times: tuple[dt.datetime, ...]) -> I64:
+    def get(self, times: Sequence[dt.datetime]) -> I64:
         if not times:
             return np.zeros(0, dtype=np.int64)
         candidates = self._seen.setdefault((len(times), times[0], times[-1]), [])
@@ -160,7 +190,10 @@ def prepare_metrics(series: Sequence[Series]) -> Metrics:
     last: int | None = None
     for s in series:
         if s.ts:
-            lo, hi = to_ms(s.ts[0]), to_ms(s.ts[-1])
+            if isinstance(s.ts, Times):
+                lo, hi = int(s.ts.ms[0]), int(s.ts.ms[-1])
+            else:
+                lo, hi = to_ms(s.ts[0]), to_ms(s.ts[-1])
             first = lo if first is None else min(first, lo)
             last = hi if last is None else max(last, hi)
         if s.name == RUNNING:
@@ -171,8 +204,11 @@ def prepare_metrics(series: Sequence[Series]) -> Metrics:
             group = "util"
         else:
             continue
-        ts = converted.get(s.ts)
-        values = np.fromiter(s.values, dtype=np.float64, count=len(s.values))
+        ts = s.ts.ms if isinstance(s.ts, Times) else converted.get(s.ts)
+        if isinstance(s.values, Floats):
+            values = s.values.array
+        else:
+            values = np.fromiter(s.values, dtype=np.float64, count=len(s.values))
         n = min(ts.size, values.size)
         wanted[group].append((ts[:n], values[:n]))
     return Metrics(
@@ -274,7 +310,7 @@ class RequestVerdict:
     """What the requests show: dropped (never finished, or late) and those of unknown fate."""
 
     dropped: list[Symptom]
-    unknown: list[Request]
+    unknown: Sequence[Request]  # Requests (columns)
 
 
 def find_dropped_requests(
@@ -287,47 +323,64 @@ def find_dropped_requests(
     may simply have ended.
     """
     if not requests:
-        return RequestVerdict([], [])
-    received = _times_ms([r.received_at for r in requests])
-    finished = np.array(
-        [np.nan if r.finished_at is None else r.finished_at.timestamp() * 1000 for r in requests]
-    )
+        return RequestVerdict([], ())
+    table = Requests.of(requests)
+    received = _rint_ms_of_us(table.received_us)
+    done = table.finished
+    finished = np.where(done, _ms_of_us(table.finished_us), np.nan)
     timeout_ms = timeout.total_seconds() * 1000
     deadline = received + np.int64(round(timeout_ms))
-    never = np.isnan(finished)
-    late = ~never & (finished > deadline)
+    never = ~done
+    late = done & (finished > deadline)
     span_starts, span_ends = merge_spans(log_spans)
     covered = _covered(span_starts, span_ends, deadline)
     dropped: list[Symptom] = []
-    unknown: list[Request] = []
     limit = fmt_duration(timeout)
-    for i in np.flatnonzero(late | never):
-        r = requests[int(i)]
-        if r.finished_at is not None:
+    kind = SymptomKind.DROPPED_REQUEST
+    picked = np.flatnonzero(late | (never & covered))
+    rids = strings_at(table.rid, picked)
+    at = datetimes_of_us(table.received_us[picked])
+    is_late = late[picked].tolist()
+    ends = datetimes_of_us(np.where(done[picked], table.finished_us[picked], 0))
+    for rid, ref, received_at, finished_at, was_late in zip(
+        rids, table.ref[picked].tolist(), at, ends, is_late, strict=True
+    ):
+        if was_late:
             title = (
-                f"request {r.rid} finished late, {fmt_duration(r.finished_at - r.received_at)}"
+                f"request {rid} finished late, {fmt_duration(finished_at - received_at)}"
                 f" after it was received (timeout {limit})"
             )
-            dropped.append(
-                Symptom(SymptomKind.DROPPED_REQUEST, r.received_at, r.finished_at, title, (r.ref,))
-            )
-        elif covered[i]:
-            title = (
-                f"request {r.rid} never finished: the server kept logging past its {limit} timeout"
-            )
-            dropped.append(
-                Symptom(SymptomKind.DROPPED_REQUEST, r.received_at, None, title, (r.ref,))
-            )
+            dropped.append(Symptom.fast(kind, received_at, finished_at, title, (ref,)))
         else:
-            unknown.append(r)
-    return RequestVerdict(dropped, unknown)
+            title = (
+                f"request {rid} never finished: the server kept logging past its {limit} timeout"
+            )
+            dropped.append(Symptom.fast(kind, received_at, None, title, (ref,)))
+    return RequestVerdict(dropped, table.take(np.flatnonzero(never & ~covered)))
 
 
 # --- harness --------------------------------------------------------------------------------------
 
 
+def status_is(runs: HarnessRuns, wanted: Callable[[str], bool]) -> NDArray[np.bool_]:
+    """Which runs have a status ``wanted`` accepts (asked once per distinct status)."""
+    status = np.array(runs.status, dtype=object)
+    mask = np.zeros(status.size, dtype=bool)
+    for value in set(runs.status):
+        if wanted(value):
+            mask |= status == value
+    return mask
+
+
+def failed_runs(runs: HarnessRuns) -> NDArray[np.bool_]:
+    """Which runs failed or errored (:func:`harness_failed`)."""
+    return status_is(runs, harness_failed)
+
+
 def find_harness_failures(runs: Sequence[HarnessRun]) -> list[Symptom]:
     """Every harness run with status fail or error."""
+    table = HarnessRuns.of(runs)
+    failed = (table.row(i) for i in np.flatnonzero(failed_runs(table)).tolist())
     return [
         Symptom(
             SymptomKind.HARNESS_FAILURE,
@@ -337,14 +390,16 @@ def find_harness_failures(runs: Sequence[HarnessRun]) -> list[Symptom]:
             + ("" if run.score is None else f" (score {run.score:g})"),
             (run.ref,),
         )
-        for run in runs
-        if harness_failed(run.status)
+        for run in failed
     ]
+
+
+_SYMPTOM_ORDER = operator.attrgetter("at", "kind", "title")
 
 
 def sort_symptoms(symptoms: Sequence[Symptom]) -> list[Symptom]:
     """Symptoms in time order (then kind and title, for a stable order)."""
-    return sorted(symptoms, key=lambda s: (s.at, s.kind, s.title))
+    return sorted(symptoms, key=_SYMPTOM_ORDER)
 
 
 # --- load -----------------------------------------------------------------------------------------
@@ -398,8 +453,9 @@ def load_from_requests(requests: Sequence[Request]) -> Load | None:
     """Load = some request in flight, bridging quiet gaps shorter than LOOKBACK."""
     if not requests:
         return None
-    starts = _times_ms([r.received_at for r in requests])
-    ends = _times_ms([r.finished_at or r.received_at for r in requests])
+    table = Requests.of(requests)
+    starts = _rint_ms_of_us(table.received_us)
+    ends = _rint_ms_of_us(np.where(table.finished, table.finished_us, table.received_us))
     order = np.argsort(starts, kind="stable")
     starts, ends = starts[order], np.maximum(ends[order], starts[order])
     reach = np.maximum.accumulate(ends)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
+import itertools
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,8 +34,24 @@ def find_first_bad(symptoms: Sequence[Symptom], marks: Marks) -> Moment:
     return Moment(first.at, f"the earliest symptom, at {fmt_time(first.at)}: {first.title}")
 
 
-def _has_symptom(symptoms: Sequence[Symptom], start: dt.datetime, end: dt.datetime) -> bool:
-    return any(s.at < end and (s.ends_at or s.at) >= start for s in symptoms)
+class _Symptoms:
+    """Whether any symptom overlaps [start, end) (``s.at < end`` and ``(s.ends_at or s.at) >=
+    start``), by a binary search: a big incident holds a hundred thousand symptoms and every
+    configuration state asks. Among the symptoms that begin before ``end`` one reaches
+    ``start`` exactly when the latest reach among them does."""
+
+    def __init__(self, symptoms: Sequence[Symptom]) -> None:
+        ordered = list(symptoms)
+        ats = [s.at for s in ordered]
+        if not all(map(operator.le, ats, ats[1:])):
+            ordered.sort(key=operator.attrgetter("at"))
+            ats = [s.at for s in ordered]
+        self._ats = ats
+        self._reach = list(itertools.accumulate((s.ends_at or s.at for s in ordered), max))
+
+    def any_between(self, start: dt.datetime, end: dt.datetime) -> bool:
+        k = bisect.bisect_left(self._ats, end)
+        return k > 0 and self._reach[k - 1] >= start
 
 
 def find_last_good(
@@ -63,12 +82,13 @@ def find_last_good(
             "so no configuration state can be shown to have carried load without a symptom",
         )
     need = params.stable_load_min
+    overlapping = _Symptoms(symptoms)
     best: tuple[dt.timedelta, StateInterval] | None = None
     for interval in reversed(intervals):
         end = interval.end
         if end is None or (first_bad is not None and end > first_bad):
             continue
-        if _has_symptom(symptoms, interval.start, end):
+        if overlapping.any_between(interval.start, end):
             continue
         carried = load.loaded(interval.start, end)
         if carried >= need:
