@@ -100,8 +100,9 @@ def test_hovering_the_marker_shows_the_title_as_text(logged_in_page, live_server
             return [box.left + xa._offset + xa.d2p(trace.x[0]),
                     box.top + ya._offset + ya.d2p(trace.y[0])];
           };
-          const server = el.data.find(t => t.name === 'Server');
-          const metric = el.data.find(t => t.yaxis === 'y2');
+          // _fullData: the traces as drawn (metric traces come as base64 typed arrays)
+          const server = el._fullData.find(t => t.name === 'Server');
+          const metric = el._fullData.find(t => t.yaxis === 'y2');
           return {marker: at(server, 'xaxis', 'yaxis'), metric: at(metric, 'xaxis2', 'yaxis2')};
         }"""
     )
