@@ -56,11 +56,21 @@ def test_a_cached_body_is_stored_under_the_version_not_shown_to_another_incident
 def test_redis_down_for_the_cache_costs_a_rebuild_not_a_page(
     client: Any, user: Any, custom: Any, monkeypatch: Any, settings: Any
 ) -> None:
-    # A Redis that refuses connections: the shared cache's reads miss and writes are dropped.
+    client.force_login(user)  # (sessions are in the database: they need no Redis)
+    # A Redis that refuses connections, for the bytes cache and for Django's cache: reads
+    # miss and writes are dropped, the figure is built and served.
     monkeypatch.setattr(shared_cache, "_client", lambda: _Unreachable())
-    client.force_login(user)
+    settings.CACHES = {
+        "default": {
+            **settings.CACHES["default"],
+            "LOCATION": "redis://127.0.0.1:1/0",
+            "OPTIONS": {"socket_connect_timeout": 0.5},
+        }
+    }
     response = _get(client, custom.slug)
     assert response.status_code == 200 and response.content.startswith(b'{"figure"')
+    lines = [t for t in json.loads(response.content)["figure"]["data"] if t.get("mode") == "lines"]
+    assert len(lines) == 2
 
 
 class _Unreachable:
@@ -86,3 +96,18 @@ def test_custom_metrics_are_the_default_panels_of_the_data_and_the_export(
         "vllm:custom_kv_blocks_used",
         "vllm:custom_spec_accept_rate",
     ]
+
+
+def test_an_edited_note_is_a_new_version_and_a_new_figure(
+    client: Any, user: Any, custom: Any
+) -> None:
+    from timeline.services.notes import note_update
+
+    client.force_login(user)
+    at = dt.datetime(2026, 11, 20, 8, 1, tzinfo=dt.UTC)
+    note = note_add(incident=custom, user=user, at=at, body="before")
+    first = _get(client, custom.slug)
+    note_update(note=note, user=user, at=at, body="after the edit")
+    second = _get(client, custom.slug, if_none_match=first["ETag"])
+    assert second.status_code == 200
+    assert b"after the edit" in second.content and b"before" not in second.content

@@ -188,7 +188,7 @@ def _binary_row(query: str, params: dict[str, Any]) -> tuple[Any, ...]:
     the client, which returns every value as text: bytea hex-encoded, twice the bytes and a
     decode). Same connection, so the same transaction."""
     connection.ensure_connection()
-    with psycopg.Cursor(connection.connection) as cur:
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cur:
         cur.execute(query, params, binary=True)
         row = cur.fetchone()
     assert row is not None  # an aggregate without GROUP BY always has its row

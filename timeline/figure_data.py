@@ -11,14 +11,14 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
-from django.core.cache import cache
 from django.db.models import Max, Min
 
 from evidence.vocabulary import EventKind, Lane, harness_failed
-from timeline import charts, live_config, selectors
+from timeline import charts, live_config, selectors, shared_cache
 from timeline.analysis import change_title, current_analysis, merged_changes
 from timeline.choices import FindingKind
 from timeline.metrics import remote
@@ -148,8 +148,9 @@ class Overlay:
     # Every marker event of the incident when they are few (most incidents), else None and
     # each window queries its own.
     events: list[tuple[charts.Marker, dt.datetime | None]] | None
-    # Its remote series (timeline.metrics.remote), with their servers.
-    remotes: list[RemoteSeries]
+    # Whether it has remote series (timeline.metrics.remote): they and their servers (URL,
+    # secrets) are read fresh per build, never kept in Redis.
+    has_remotes: bool
 
 
 OVERLAY_CACHE_SECONDS = 3600
@@ -160,22 +161,25 @@ OVERLAY_CACHE_SECONDS = 3600
 # more than the rest of a small window.
 _RECENT: OrderedDict[str, Overlay] = OrderedDict()
 RECENT_OVERLAYS = 16
+_RECENT_LOCK = threading.Lock()
 
 
 def overlay(incident: Incident, version: str) -> Overlay:
     """The incident's :class:`Overlay` at ``version`` (timeline.versions.incident_version)."""
-    key = f"figure-overlay:v3:{incident.pk}:{version}"
-    got = _RECENT.get(key)
+    key = f"figure-overlay:v4:{incident.pk}:{version}"
+    with _RECENT_LOCK:
+        got = _RECENT.get(key)
+        if got is not None:
+            _RECENT.move_to_end(key)
+            return got
+    got = shared_cache.cache_get(key)
     if got is None:
-        got = cache.get(key)
-        if got is None:
-            got = _overlay(incident)
-            cache.set(key, got, OVERLAY_CACHE_SECONDS)
+        got = _overlay(incident)
+        shared_cache.cache_set(key, got, OVERLAY_CACHE_SECONDS)
+    with _RECENT_LOCK:
         _RECENT[key] = got
         while len(_RECENT) > RECENT_OVERLAYS:
             _RECENT.popitem(last=False)
-    else:
-        _RECENT.move_to_end(key)
     return got
 
 
@@ -251,7 +255,7 @@ def _overlay(incident: Incident) -> Overlay:
         span=incident_span(incident),
         series=list(Series.objects.filter(incident=incident).order_by("name", "id")),
         events=_event_markers(incident, None, None, limit=OVERLAY_EVENTS),
-        remotes=remote.of_incident(incident),
+        has_remotes=RemoteSeries.objects.filter(incident=incident).exists(),
     )
 
 
@@ -385,7 +389,7 @@ def timeline_figure_data(
         span=layer.span,
         titles=titles,
         max_points=max_points,
-        remotes=layer.remotes,
+        remotes=remote.of_incident(incident) if layer.has_remotes else [],
     )
     return TimelineFigure(
         data=charts.TimelineData(

@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 from django.contrib.postgres.search import SearchQuery, SearchVector
-from django.core.cache import cache
 from django.db.models import Prefetch, Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
 from tsdownsample import MinMaxLTTBDownsampler
 
 from evidence.vocabulary import EventKind, Lane
+from timeline import shared_cache
 from timeline.analysis import current_analysis
 from timeline.choices import FindingKind
 from timeline.metrics import reader
@@ -148,11 +148,11 @@ def series_downsampled(
         return []
     whole = start is None and end is None
     key = _downsample_cache_key(series, start, end, max_points) if whole else ""
-    cached = cache.get(key) if whole else None
+    cached = shared_cache.cache_get(key) if whole else None
     if cached is None:
         cached = _downsample(series, start, end, max_points)
         if whole and sum(total for *_, total in cached) >= DOWNSAMPLE_CACHE_MIN_ROWS:
-            cache.set(key, cached, DOWNSAMPLE_CACHE_SECONDS)
+            shared_cache.cache_set(key, cached, DOWNSAMPLE_CACHE_SECONDS)
     by_id = {s.pk: s for s in series}
     return [
         SeriesPoints(

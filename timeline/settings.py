@@ -108,10 +108,11 @@ REDIS_URL = env_str("REDIS_URL") or embedded.redis_url()
 
 # Celery: configured here under the CELERY_ namespace (timeline/celery.py loads it).
 CELERY_BROKER_URL = REDIS_URL
-# One cache for every web and worker process (the built timeline figures, downsampled windows,
-# sessions): a per-process cache would build each figure once per gunicorn worker. Keys carry
-# the database's name and OID (timeline.cachekeys), so two databases behind one Redis, or a
-# database created again under an old name, never read each other's entries.
+# One cache for every web and worker process (the built timeline figures, their overlays and
+# downsampled windows): a per-process cache would build each figure once per gunicorn worker.
+# Sessions stay in the database alone, so pages work while Redis is down (every cache read is
+# then a miss). Keys carry the database's name and OID (timeline.cachekeys), so two databases
+# behind one Redis, or a database created again under an old name, never read each other's.
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
@@ -121,7 +122,6 @@ CACHES = {
         "TIMEOUT": 600,
     }
 }
-SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_BROKER_TRANSPORT_OPTIONS = {

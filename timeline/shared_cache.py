@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import functools
 import time
+from typing import Any
 
 import redis
 from django.conf import settings
+from django.core.cache import cache
 
 from timeline.cachekeys import database_epoch
 
@@ -76,3 +78,26 @@ def wait_for(key: str, seconds: float) -> bytes | None:
         except redis.RedisError:
             return None
     return None
+
+
+def cache_get(key: str) -> Any:
+    """Django's cache ``get``, None when Redis does not answer (a miss, never a failed page)."""
+    try:
+        return cache.get(key)
+    except redis.RedisError:
+        return None
+
+
+def cache_get_many(keys: list[str]) -> dict[str, Any]:
+    try:
+        return dict(cache.get_many(keys))
+    except redis.RedisError:
+        return {}
+
+
+def cache_set(key: str, value: Any, seconds: int) -> None:
+    """Django's cache ``set``, dropped when Redis does not answer."""
+    try:
+        cache.set(key, value, seconds)
+    except redis.RedisError:
+        return

@@ -457,7 +457,7 @@ def test_the_cached_figure_neither_hides_a_new_remote_series_nor_keeps_its_answe
 ) -> None:
     client.force_login(user)
     assert _lines(_figure(client, incident, START, END)) == []  # cached without remote series
-    assert remote.figure_token(remote.of_incident(incident)) == ""
+    assert remote.figure_token(bool(remote.of_incident(incident))) == ""
     incident.last_good_at = START  # the window the server is asked about
     incident.save()
     url = reverse("remote_series_new", args=[incident.slug])
@@ -465,12 +465,12 @@ def test_the_cached_figure_neither_hides_a_new_remote_series_nor_keeps_its_answe
     assert len(_lines(_figure(client, incident, START, END))) == 3  # a new version
     # The figure's key also moves on every NOW_TTL_S: a window reaching now is asked again.
     monkeypatch.setattr(remote, "NOW_TTL_S", 1)
-    token = remote.figure_token(remote.of_incident(incident))
+    token = remote.figure_token(bool(remote.of_incident(incident)))
     assert token.startswith("remote:")
     import time
 
     time.sleep(1.1)
-    assert remote.figure_token(remote.of_incident(incident)) != token
+    assert remote.figure_token(bool(remote.of_incident(incident))) != token
 
 
 def test_remote_series_named_as_a_metric_share_that_metric_panel(

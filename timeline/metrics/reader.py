@@ -40,7 +40,7 @@ def _binary_rows(sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
     psycopg cursor that binds on the server (Django's own binds on the client, which psycopg
     allows only text results for)."""
     connection.ensure_connection()
-    with psycopg.Cursor(connection.connection) as cur:
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cur:
         cur.execute(sql, params, binary=True)
         return cur.fetchall()
 
@@ -124,15 +124,18 @@ def _decoded_recently(
                 [[k[0] for k in missing], [k[1] for k in missing]],
             )
         }
-        # A chunk rewritten between the two queries: decoded under the key it has now, and
-        # asked for again by the next read.
+        # A chunk removed between the two queries is left out; one rewritten in between is
+        # decoded for this read only (its key is the old row's) and asked for again next time.
         missing = [k for k in missing if (k[0], k[1]) in got]
-        ts, values, counts = packing.decode_many(
-            [got[k[0], k[1]][0] for k in missing], [got[k[0], k[1]][1] for k in missing]
-        )
-        cut = np.cumsum(counts)[:-1]
-        pieces = zip(np.split(ts, cut), np.split(values, cut), strict=True)
-        fresh = dict(zip(missing, pieces, strict=True))
+        fresh = {}
+        if missing:
+            ts, values, counts = packing.decode_many(
+                [got[k[0], k[1]][0] for k in missing], [got[k[0], k[1]][1] for k in missing]
+            )
+            cut = np.cumsum(counts)[:-1]
+            # Copies: a view would keep its whole batch alive after being evicted.
+            pieces = zip(np.split(ts, cut), np.split(values, cut), strict=True)
+            fresh = {k: (t.copy(), v.copy()) for k, (t, v) in zip(missing, pieces, strict=True)}
         with _decoded_lock:
             for k, (t, v) in fresh.items():
                 if k not in _decoded:

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from django.core.cache import cache
 from django.db.models import Max, Min
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -43,7 +42,7 @@ from ingest.clients.prometheus import (
     query_fetch,
     range_query,
 )
-from timeline import charts
+from timeline import charts, shared_cache
 from timeline.correlation.types import Series as EngineSeries
 from timeline.models import DataSource, Incident, RemoteSeries
 
@@ -235,9 +234,13 @@ def merge_peaks(result: list[dict[str, Any]], step: float) -> list[Trace]:
 
 
 def _cache_key(remote: RemoteSeries, step: float, lo: float, hi: float) -> str:
-    raw = "|".join(
-        [str(remote.source_id), remote.source.url, remote.query, f"{step:g}", f"{lo:g}", f"{hi:g}"]
-    )
+    # The server's address and credentials too: a token rotated or a basic-auth user changed
+    # (a multi-tenant server picks the tenant by it) must not be answered from the old ones.
+    source = remote.source
+    who = hashlib.sha256(
+        "\0".join([source.url, source.username, source.password, source.bearer_token]).encode()
+    ).hexdigest()
+    raw = "|".join([str(remote.source_id), who, remote.query, f"{step:g}", f"{lo:g}", f"{hi:g}"])
     return f"remote_series:v1:{hashlib.sha256(raw.encode()).hexdigest()}"
 
 
@@ -277,7 +280,7 @@ def fetch_window(
         )
         lo, hi = quantised(start.timestamp(), end.timestamp(), step)
         plans.append((remote, step, lo, hi, _cache_key(remote, step, lo, hi)))
-    found: dict[str, Fetched] = cache.get_many([p[4] for p in plans]) if plans else {}
+    found: dict[str, Fetched] = shared_cache.cache_get_many([p[4] for p in plans]) if plans else {}
     missing = [p for p in plans if p[4] not in found]
     if missing:
         asks = [
@@ -297,7 +300,7 @@ def fetch_window(
                 ttl = ERROR_TTL_S
             else:
                 ttl = NOW_TTL_S if hi >= now - max(RECENT_S, 2 * step) else PAST_TTL_S
-            cache.set(key, fetched, ttl)
+            shared_cache.cache_set(key, fetched, ttl)
             found[key] = fetched
     out = []
     for remote, _step, _lo, _hi, key in plans:
@@ -322,12 +325,12 @@ def of_incident(incident: Incident) -> list[RemoteSeries]:
     )
 
 
-def figure_token(remotes: list[RemoteSeries]) -> str:
-    """What a cached figure of an incident with these remote series must also be keyed by:
-    empty when it has none, else the current NOW_TTL_S period (their answers for a window
-    reaching "now", and a failed server's error, are good for about that long; the rest comes
-    from this module's cache when the figure is built again)."""
-    if not remotes:
+def figure_token(has_remotes: bool) -> str:
+    """What a cached figure of an incident must also be keyed by: empty when it has no remote
+    series, else the current NOW_TTL_S period (their answers for a window reaching "now", and
+    a failed server's error, are good for about that long; the rest comes from this module's
+    cache when the figure is built again)."""
+    if not has_remotes:
         return ""
     return f"remote:{int(timezone.now().timestamp() // NOW_TTL_S)}"
 

@@ -167,7 +167,7 @@ def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
     version = incident_version(incident)
     window = f"{start.timestamp() if start else ''}-{end.timestamp() if end else ''}"
     # Remote series (timeline.metrics.remote) change without the incident: a key of their own.
-    remote_part = remote.figure_token(overlay(incident, version).remotes)
+    remote_part = remote.figure_token(overlay(incident, version).has_remotes)
     digest = hashlib.sha256(
         json.dumps([incident.pk, version, window, series, remote_part]).encode()
     ).hexdigest()[:32]
