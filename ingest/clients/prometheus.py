@@ -77,6 +77,17 @@ def range_query(
     return _post(server, "/api/v1/query_range", params)
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is an answer, not followed: urllib would repeat the request, Authorization
+    header included, to whatever address the server names (another host, plain http)."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
 def _post(server: Server, path: str, params: dict[str, str]) -> dict[str, Any]:
     endpoint = public_url(server.url) + path
     body = urllib.parse.urlencode(params).encode()
@@ -89,9 +100,15 @@ def _post(server: Server, path: str, params: dict[str, str]) -> dict[str, Any]:
     if urllib.parse.urlsplit(endpoint).scheme not in ("http", "https"):
         raise PrometheusError(f"{endpoint}: only http and https URLs can be pulled from")
     try:
-        with urllib.request.urlopen(request, timeout=server.timeout) as response:  # noqa: S310
+        with _OPENER.open(request, timeout=server.timeout) as response:
             raw = response.read()
     except urllib.error.HTTPError as exc:
+        if 300 <= exc.code < 400:
+            where = public_url(exc.headers.get("Location", "") or "") or "another address"
+            raise PrometheusError(
+                f"{endpoint}: the server redirects to {where}; give the address it redirects to "
+                "as the data source's URL (its credentials are never sent on to another one)"
+            ) from None
         raw = exc.read()
         answer = _json(raw)
         if answer is not None and answer.get("status") == "error":
