@@ -36,7 +36,7 @@ class RemoteSeriesForm(forms.Form):
 
     source = forms.ModelChoiceField(queryset=DataSource.objects.none(), empty_label=None)
     query = forms.CharField(
-        max_length=4000,
+        max_length=2000,  # the service also bounds its UTF-8 bytes (ingest/services/remote.py)
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": "a selector or PromQL"}),
         help_text='e.g. max by (instance) (DCGM_FI_DEV_GPU_UTIL{cluster="prod"})',
     )

@@ -489,3 +489,16 @@ def test_remote_series_named_as_a_metric_share_that_metric_panel(
     titles = [a["text"] for a in figure["layout"]["annotations"]]
     assert plotly_text("GPU utilisation (%)") in titles
     assert "Fleet minimum" in titles
+
+
+def test_a_query_too_long_for_its_index_is_refused_before_the_database(incident: Any) -> None:
+    # Over 2,000 bytes: the unique (incident, source, query) index refuses rows over ~2.7 kB, and a
+    # long query used to reach it (an OperationalError, a 500) after the server was asked.
+    from ingest.services import IngestError
+    from ingest.services.remote import remote_series_add
+
+    source = _source(incident, f"http://127.0.0.1:{free_port()}")  # never asked
+    long_query = 'up{a="' + "é" * 997 + '"}'  # 2,002 bytes in UTF-8, 1,005 characters
+    with pytest.raises(IngestError, match="longer than 2,000 bytes"):
+        remote_series_add(incident=incident, source=source, query=long_query)
+    assert not RemoteSeries.objects.exists()
