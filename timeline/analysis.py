@@ -7,7 +7,6 @@ atomically; a run older than the incident's newest request never overwrites a ne
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import gc
 import json
 from collections.abc import Callable, Iterator
@@ -15,7 +14,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-import psycopg
 from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -40,6 +38,7 @@ from timeline.correlation.types import (
     Suspect,
     Texts,
     Times,
+    from_us,
 )
 from timeline.metrics import reader, remote
 from timeline.models import Analysis, ConfigChange, Finding, Incident
@@ -106,7 +105,7 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
                 [incident.pk, EventKind.LOG_SPAN],
             )
             spans = tuple(
-                LogSpan(ref=pk, start=_from_us(at), end=_from_us(ends))
+                LogSpan(ref=pk, start=from_us(at), end=from_us(ends))
                 for pk, at, ends in cur.fetchall()
             )
             starts, errors = live_inputs.load_live(cur, incident)
@@ -135,15 +134,10 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
     )
 
 
-_UNIX_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 # Binary timestamps count microseconds from 2000-01-01; 'infinity' is the largest int64.
 _PG_EPOCH_US = 946_684_800_000_000
 _PG_INFINITY = np.iinfo(np.int64).max
 _SEP = "\n"
-
-
-def _from_us(us: int) -> dt.datetime:
-    return _UNIX_EPOCH + dt.timedelta(microseconds=us)
 
 
 def _json(raw: Any) -> Any:
@@ -187,11 +181,7 @@ def _binary_row(query: str, params: dict[str, Any]) -> tuple[Any, ...]:
     """The one row of an aggregate query, in binary: bytea as bytes (Django's cursor binds on
     the client, which returns every value as text: bytea hex-encoded, twice the bytes and a
     decode). Same connection, so the same transaction."""
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cur:
-        cur.execute(query, params, binary=True)
-        row = cur.fetchone()
-    assert row is not None  # an aggregate without GROUP BY always has its row
+    (row,) = reader.binary_rows(query, params)  # an aggregate without GROUP BY: one row
     return tuple(row)
 
 

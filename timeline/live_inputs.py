@@ -8,14 +8,8 @@ import json
 from typing import Any
 
 from evidence.vocabulary import EventKind, SymptomKind
-from timeline.correlation.types import LogSymptom, ServerStart
+from timeline.correlation.types import LogSymptom, ServerStart, from_us
 from timeline.models import Incident
-
-_UNIX_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-
-
-def _from_us(us: int) -> dt.datetime:
-    return _UNIX_EPOCH + dt.timedelta(microseconds=us)
 
 
 def _json(raw: Any) -> Any:
@@ -58,12 +52,12 @@ def load_live(
         starts.append(
             ServerStart(
                 ref=pk,
-                at=_from_us(at),
+                at=from_us(at),
                 line=line if isinstance(line, int) else 0,
                 server_args=_str_map(attrs.get("server_args")),
                 env=_str_map(attrs.get("env")),
                 ready_at=_iso_or_none(attrs.get("ready_at")),
-                ends_at=None if ends is None else _from_us(ends),
+                ends_at=None if ends is None else from_us(ends),
                 where=name,
             )
         )
@@ -74,7 +68,7 @@ def load_live(
         [incident.pk, EventKind.LOG_ERROR],
     )
     errors = tuple(
-        LogSymptom(ref=pk, at=_from_us(at), kind=SymptomKind(kind), title=title)
+        LogSymptom(ref=pk, at=from_us(at), kind=SymptomKind(kind), title=title)
         for pk, at, kind, title in cur.fetchall()
         if kind in _SYMPTOM_KINDS
     )

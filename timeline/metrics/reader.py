@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ def _chunks(
 ) -> list[tuple[int, bytes, bytes]]:
     """The chunks of these series that reach into [start, end], by series and time: (series
     id, packed times, packed values). Edge chunks reach past the window."""
-    rows = _binary_rows(
+    rows = binary_rows(
         "SELECT series_id, ts, vals FROM timeline_samplechunk WHERE series_id = ANY(%s) "
         "AND bucket > COALESCE(%s::timestamptz - interval '1 hour', '-infinity') "
         "AND bucket <= COALESCE(%s::timestamptz, 'infinity') ORDER BY series_id, bucket",
@@ -34,7 +34,7 @@ def _chunks(
     return [(int(sid), t, v) for sid, t, v in rows]
 
 
-def _binary_rows(sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+def binary_rows(sql: str, params: Sequence[object] | Mapping[str, object]) -> list[tuple[Any, ...]]:
     """Rows with their bytea columns sent as bytes, not hex text: half the time for a window's
     megabytes of chunks. On Django's connection (its transaction, if one is open), through a
     psycopg cursor that binds on the server (Django's own binds on the client, which psycopg
@@ -104,7 +104,7 @@ def _decoded_recently(
     params = [list(series_ids), start, end]
     keys: list[_ChunkKey] = [
         tuple(row)
-        for row in _binary_rows(
+        for row in binary_rows(
             "SELECT series_id, bucket, n, length(ts), length(vals), xmin::text::int8 "
             "FROM timeline_samplechunk WHERE series_id = ANY(%s) "
             "AND bucket > COALESCE(%s::timestamptz - interval '1 hour', '-infinity') "
@@ -117,7 +117,7 @@ def _decoded_recently(
     if missing:
         got = {
             (sid, bucket): (t, v)
-            for sid, bucket, t, v in _binary_rows(
+            for sid, bucket, t, v in binary_rows(
                 "SELECT c.series_id, c.bucket, c.ts, c.vals FROM timeline_samplechunk c "
                 "JOIN unnest(%s::int8[], %s::timestamptz[]) w(sid, bucket) "
                 "ON c.series_id = w.sid AND c.bucket = w.bucket",
@@ -220,7 +220,7 @@ def rollups_read(
         "AND bucket <= COALESCE(%s::timestamptz, 'infinity') ORDER BY series_id, bucket) r "
         "GROUP BY series_id"
     )
-    rows = _binary_rows(sql, [list(series_ids), start, end])
+    rows = binary_rows(sql, [list(series_ids), start, end])
     out = {}
     for sid, t_min, v_min, t_max, v_max, n in rows:
         t1 = packing.unix_ms(np.frombuffer(t_min, dtype=">i8"))

@@ -43,6 +43,7 @@ from ingest.clients.prometheus import (
     range_query,
 )
 from timeline import charts, shared_cache
+from timeline.correlation.types import UNIX_EPOCH
 from timeline.correlation.types import Series as EngineSeries
 from timeline.models import DataSource, Incident, RemoteSeries
 
@@ -466,7 +467,7 @@ def engine_series(
             ts = shared.get(ts_ms.tobytes())
             if ts is None:
                 deltas = ts_ms.astype("timedelta64[ms]").tolist()
-                ts = shared[ts_ms.tobytes()] = tuple(map(_UNIX_EPOCH.__add__, deltas))
+                ts = shared[ts_ms.tobytes()] = tuple(map(UNIX_EPOCH.__add__, deltas))
             out.append(
                 EngineSeries(
                     name=name,
@@ -476,6 +477,3 @@ def engine_series(
                 )
             )
     return tuple(out), tuple(warnings)
-
-
-_UNIX_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
