@@ -277,7 +277,43 @@ def big_analysis_seconds(events: int = 1_000_000, scrapes: int = 25_000, repeat:
     the database. ``scrapes`` must be over 4,706 (the config changes need the 4,000 s before
     the wedge, which comes at 85 % of them)."""
     incident = build_big_incident(events, scrapes)
+    version_reads(incident)
     return time_analysis_run(incident, repeat)[0]
+
+
+def version_reads(incident: object, repeat: int = 20) -> tuple[float, float]:
+    """The incident's version (read by every poll of an open page, every 4 s, and by every
+    timeline.json) on this incident, p50 ms of ``repeat`` reads: the change log of migration
+    0018 against 0017's function, which counted the events (the baseline, as a temporary
+    function in the same database). Printed; returns (ours, 0017's)."""
+    import importlib
+    import statistics
+
+    from django.db import connection
+
+    old = importlib.import_module("timeline.migrations.0017_incident_version_note_edits").CREATE
+    old = old.replace("FUNCTION timeline_incident_version(", "FUNCTION pg_temp.version_0017(")
+    timings: dict[str, list[float]] = {"timeline_incident_version": [], "pg_temp.version_0017": []}
+    with connection.cursor() as cur:
+        cur.execute(old)
+        for _ in range(repeat):
+            for name, times in timings.items():
+                started = time.perf_counter()
+                cur.execute(f"SELECT {name}(%s)", [incident.pk])  # type: ignore[attr-defined]
+                cur.fetchone()
+                times.append(time.perf_counter() - started)
+    ours, theirs = (statistics.median(t) * 1000 for t in timings.values())
+    print(
+        f"incident version at {_event_count(incident):,} events: {ours:.2f} ms "
+        f"(0017's counting function {theirs:.2f} ms, x{ours / theirs:.3f})"
+    )
+    return ours, theirs
+
+
+def _event_count(incident: object) -> int:
+    from timeline.models import Event
+
+    return Event.objects.filter(incident=incident).count()
 
 
 def main() -> None:

@@ -167,6 +167,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": UPLOADS_SWEEP_INTERVAL_S,
         "options": {"expires": UPLOADS_SWEEP_INTERVAL_S},
     },
+    "compact-incident-changes": {
+        "task": "timeline.changes_compact",
+        "schedule": 3600,
+        "options": {"expires": 3600},
+    },
 }
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -31,3 +31,30 @@ def incident_version(incident: Incident) -> str:
         cur.execute(VERSION_SQL.format(i="%(i)s"), {"i": incident.pk})
         row = cur.fetchone()
     return str(row[0]) if row else ""
+
+
+def changes_compact() -> int:
+    """Fold each incident's change log (migration 0018) into one new row, and drop the rows
+    of incidents that no longer exist; returns the rows removed. Beat, hourly.
+
+    The new row is what keeps versions honest: the folded set is one no reader has seen, so
+    the version changes once here and can never come back to an earlier value (a transaction
+    that logged a lower id and committed after a read changed the set; folding it away must
+    not change it back)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "WITH many AS ("
+            "  SELECT incident_id FROM timeline_incidentchange GROUP BY incident_id"
+            "  HAVING count(*) > 1 OR NOT EXISTS ("
+            "    SELECT 1 FROM timeline_incident i WHERE i.id = incident_id)"
+            "), gone AS ("
+            "  DELETE FROM timeline_incidentchange c USING many m"
+            "  WHERE c.incident_id = m.incident_id RETURNING c.incident_id"
+            "), folded AS ("
+            "  INSERT INTO timeline_incidentchange (incident_id)"
+            "  SELECT DISTINCT g.incident_id FROM gone g"
+            "  WHERE EXISTS (SELECT 1 FROM timeline_incident i WHERE i.id = g.incident_id)"
+            ") SELECT count(*) FROM gone"
+        )
+        row = cur.fetchone()
+    return int(row[0]) if row else 0

@@ -6,7 +6,7 @@ fingerprint, series identity), so re-ingesting the same bytes adds nothing.
 
 from timeline.models.analysis import Analysis, Finding
 from timeline.models.collab import AuditEntry, Evidence, Hypothesis, HypothesisStatusChange, Note
-from timeline.models.core import ApiToken, Artifact, Incident, Team, TeamInvite
+from timeline.models.core import ApiToken, Artifact, Incident, IncidentChange, Team, TeamInvite
 from timeline.models.evidence import ConfigChange, Event
 from timeline.models.metrics import (
     DataSource,
@@ -30,6 +30,7 @@ __all__ = [
     "Hypothesis",
     "HypothesisStatusChange",
     "Incident",
+    "IncidentChange",
     "MetricsPull",
     "Note",
     "RemoteSeries",
