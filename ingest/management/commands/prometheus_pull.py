@@ -14,6 +14,22 @@ from timeline.choices import RunStatus
 from timeline.models import DataSource, Incident, MetricsPull
 
 
+def incident_named(slug: str) -> Incident:
+    """The incident of ``--incident``, or the command's error."""
+    incident = Incident.objects.filter(slug=slug).first()
+    if incident is None:
+        raise CommandError(f"no incident {slug!r}")
+    return incident
+
+
+def team_source(incident: Incident, name: str) -> DataSource:
+    """The data source of ``--source`` among the incident's team's, or the command's error."""
+    source = DataSource.objects.filter(team=incident.team, name=name).first()
+    if source is None:
+        raise CommandError(f"no data source {name!r} in {incident.team}")
+    return source
+
+
 def _when(value: str, flag: str) -> dt.datetime:
     try:
         at = dt.datetime.fromisoformat(value)
@@ -46,14 +62,8 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=600.0)
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        incident = Incident.objects.filter(slug=opts["incident"]).first()
-        if incident is None:
-            raise CommandError(f"no incident {opts['incident']!r}")
-        source = None
-        if opts["source"]:
-            source = DataSource.objects.filter(team=incident.team, name=opts["source"]).first()
-            if source is None:
-                raise CommandError(f"no data source {opts['source']!r} in {incident.team}")
+        incident = incident_named(opts["incident"])
+        source = team_source(incident, opts["source"]) if opts["source"] else None
         try:
             pull = pulls.pull_create(
                 incident=incident,

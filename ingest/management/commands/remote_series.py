@@ -8,9 +8,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ingest.management.commands.prometheus_pull import incident_named, team_source
 from ingest.services import IngestError
 from ingest.services.remote import remote_series_add, remote_series_remove
-from timeline.models import DataSource, Incident, RemoteSeries
+from timeline.models import RemoteSeries
 
 
 class Command(BaseCommand):
@@ -26,9 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("--remove", type=int, default=None, metavar="ID")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        incident = Incident.objects.filter(slug=opts["incident"]).first()
-        if incident is None:
-            raise CommandError(f"no incident {opts['incident']!r}")
+        incident = incident_named(opts["incident"])
         if opts["remove"] is not None:
             series = (
                 RemoteSeries.objects.filter(incident=incident, pk=opts["remove"])
@@ -47,9 +46,7 @@ class Command(BaseCommand):
             return
         if not opts["source"] or not opts["query"]:
             raise CommandError("give --source and --query (or --list, or --remove ID)")
-        source = DataSource.objects.filter(team=incident.team, name=opts["source"]).first()
-        if source is None:
-            raise CommandError(f"no data source {opts['source']!r} in {incident.team}")
+        source = team_source(incident, opts["source"])
         try:
             series = remote_series_add(
                 incident=incident,
