@@ -271,9 +271,12 @@ def _event_markers(
 ) -> list[tuple[charts.Marker, dt.datetime | None]] | None:
     """The marker events of a window (selectors.timeline_events) with their ends; None when
     ``limit`` is given and there are more than that."""
-    rows = selectors.timeline_events(incident, start, end)
-    if limit is not None and len(rows) > limit:
-        return None
+    if limit is None:
+        rows = selectors.timeline_events(incident, start, end)
+    else:  # one more than the limit tells "more than that" without reading them all
+        rows = selectors.timeline_events(incident, start, end, limit=limit + 1)
+        if len(rows) > limit:
+            return None
     return [
         (
             charts.Marker(

@@ -89,11 +89,15 @@ def symptom_event_ids(incident: Incident, *, title_contains: str = "") -> set[in
 
 
 def timeline_events(
-    incident: Incident, start: dt.datetime | None, end: dt.datetime | None
+    incident: Incident,
+    start: dt.datetime | None,
+    end: dt.datetime | None,
+    *,
+    limit: int = MAX_EVENTS_PER_LANE * 8,
 ) -> list[dict[str, Any]]:
-    """Events for the chart's lanes: requests only when they never finished (the symptoms);
-    log spans are context, not markers; config changes are drawn once per merged change
-    (figure_data), not per recording event."""
+    """Events for the chart's lanes (at most ``limit``): requests only when they never finished
+    (the symptoms); log spans are context, not markers; config changes are drawn once per
+    merged change (figure_data), not per recording event."""
     qs = events_in_window(incident, start, end).exclude(
         kind__in=[EventKind.LOG_SPAN, EventKind.CONFIG_CHANGE]
     )
@@ -108,7 +112,7 @@ def timeline_events(
             "lane",
             "title",
             status=KeyTextTransform("status", "attrs"),
-        )[: MAX_EVENTS_PER_LANE * 8]
+        )[:limit]
     ]
 
 

@@ -181,7 +181,7 @@ def decode_many(
     # the item is offset by what the scan carries over from the chunk before, so the scan
     # arrives at each chunk's start as if it began there (no per-item "minus the chunk's
     # base" pass). Values: XOR-ing a chunk's first item with the XOR of the chunk before.
-    bits = bits.copy()
+    # (Both arrays are _unshuffle_into's own: scanned in place, no copy.)
     carried = np.bitwise_xor.reduceat(bits, starts)
     bits[starts[1:]] ^= carried[:-1]
     values = np.bitwise_xor.accumulate(bits).view(np.float64)
@@ -189,8 +189,7 @@ def decode_many(
     # deltas of deltas. Deltas: a scan with each chunk's first item at minus the sum of the
     # deltas of the chunk before (so it restarts at 0); times: a scan with each chunk's first
     # item at its absolute time minus the last time of the chunk before.
-    times = times.copy()
-    first = times[starts].copy()
+    first = times[starts]  # (fancy indexing: a copy already)
     times[starts] = 0
     sums = np.add.reduceat(times, starts)
     times[starts[1:]] = -sums[:-1]

@@ -18,18 +18,25 @@ from timeline import access
 from timeline.versions import incident_version, version_annotation
 
 
+def etag_matches(request: HttpRequest, etag: str) -> bool:
+    """Whether the request's If-None-Match names ``etag`` (one of a comma-separated list)."""
+    return etag in {t.strip() for t in request.headers.get("If-None-Match", "").split(",")}
+
+
+def revalidated(response: HttpResponse, etag: str) -> HttpResponse:
+    """``response`` with its ETag, to be revalidated on every use: per user (a team's
+    incident) and never served from a cache without asking, so no cached copy hides a change."""
+    response["ETag"] = etag
+    response["Cache-Control"] = "private, no-cache"
+    return response
+
+
 @require_GET
 def version(request: HttpRequest, slug: str) -> HttpResponse:
     """``{"version": "..."}`` with an ETag; 304 without a body when If-None-Match matches."""
     incident = access.incident_for(request.user, slug, annotate={"version": version_annotation()})
     current = incident_version(incident)
     etag = f'"{current}"'
-    if etag in {t.strip() for t in request.headers.get("If-None-Match", "").split(",")}:
-        response = HttpResponse(status=304)
-    else:
-        response = JsonResponse({"version": current})
-    response["ETag"] = etag
-    # Per user (a team's incident) and always revalidated: a cached copy must never hide a
-    # change.
-    response["Cache-Control"] = "private, no-cache"
-    return response
+    if etag_matches(request, etag):
+        return revalidated(HttpResponse(status=304), etag)
+    return revalidated(JsonResponse({"version": current}), etag)
