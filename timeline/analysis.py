@@ -6,10 +6,8 @@ atomically; a run older than the incident's newest request never overwrites a ne
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -19,6 +17,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from evidence.vocabulary import EventKind
+from ingest.parsers.prometheus.bulk import gc_paused
 from timeline import live_inputs, runs
 from timeline.choices import FindingKind, RunStatus
 from timeline.correlation import engine
@@ -40,7 +39,7 @@ from timeline.correlation.types import (
     Times,
     from_us,
 )
-from timeline.metrics import reader, remote
+from timeline.metrics import packing, reader, remote
 from timeline.models import Analysis, ConfigChange, Finding, Incident
 
 # Series the engine reads (wedge detection, load); everything else stays in the database.
@@ -134,9 +133,10 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
     )
 
 
-# Binary timestamps count microseconds from 2000-01-01; 'infinity' is the largest int64.
-_PG_EPOCH_US = 946_684_800_000_000
-_PG_INFINITY = np.iinfo(np.int64).max
+# Binary timestamps count microseconds from 2000-01-01; 'infinity' is the largest int64, which
+# is also what the request columns hold for "not finished".
+_PG_EPOCH_US = packing.PG_EPOCH_MS * 1000
+_PG_INFINITY = Requests.NOT_FINISHED
 _SEP = "\n"
 
 
@@ -241,7 +241,6 @@ def _load_requests(cur: Any, incident: Incident, row: tuple[Any, ...]) -> Reques
     ends = _unix_us(ends_raw)
     order = np.lexsort((ids, at))
     ids, at, ends = ids[order], at[order], ends[order]
-    ends[ends == _PG_INFINITY] = Requests.NOT_FINISHED
     texts = Texts.split(rids_joined or "", _SEP, len(order))
     if texts is not None and not odd:
         return Requests(ids, at, ends, texts.take(order))
@@ -379,26 +378,13 @@ def analysis_run(*, incident_id: int, version: int | None = None) -> Analysis | 
         return _run(incident, version, analysis)
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Python's cycle collector off for the block. A big incident makes a hundred thousand
-    symptoms (and their titles and refs) on top of its columns; every few hundred allocations
-    the collector would walk the young objects and, ever more often, all of them: a third of
-    the engine's time, for no garbage (nothing here makes reference cycles). Back on, as it
-    was, when the block ends."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _run(incident: Incident, version: int, analysis: Analysis) -> Analysis | None:
     params = Params()
     try:
-        with _gc_paused():
+        # Cycle collector off: a big incident makes a hundred thousand symptoms on top of its
+        # columns, and the collector's walks of them were a third of the engine's time, for no
+        # garbage (nothing here makes reference cycles).
+        with gc_paused():
             inputs = load_inputs(incident, params)
             result = engine.analyze(inputs)
             payload = engine.result_to_json(result, incident.slug)

@@ -27,6 +27,7 @@ from timeline.correlation.deployed import drift_lines, transitions
 from timeline.correlation.live import (
     CRASHES,
     LiveInterval,
+    RequestsByTime,
     build_intervals,
     cut_by_restart,
     describe,
@@ -367,9 +368,10 @@ def _analyze_live(
     """
     params = inputs.params
     recorded = [c for c in merged if not all(s.startswith("live:") for s in c.sources)]
-    rough = build_intervals(inputs.starts, recorded, found, inputs.requests, load, until)
+    by_time = RequestsByTime(inputs.requests)  # sorted and indexed once for the three reads
+    rough = build_intervals(inputs.starts, recorded, found, by_time, load, until)
     kept, cut = cut_by_restart(found, inputs.requests, rough, params.request_timeout)
-    kept += find_stalls(rough, inputs.requests, STALL_REQUESTS, params.request_timeout)
+    kept += find_stalls(rough, by_time, STALL_REQUESTS, params.request_timeout)
     symptoms = sort_symptoms(kept)
     if cut:
         warnings.append(
@@ -377,7 +379,7 @@ def _analyze_live(
             f"than {fmt_duration(params.request_timeout)} before the server restarted): not "
             "counted as dropped"
         )
-    intervals = build_intervals(inputs.starts, recorded, symptoms, inputs.requests, load, until)
+    intervals = build_intervals(inputs.starts, recorded, symptoms, by_time, load, until)
     first = _first_bad_checked(inputs, symptoms, warnings)  # warnings: this branch's own copy
     if first.at is None:
         return None, []

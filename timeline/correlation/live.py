@@ -108,11 +108,12 @@ class _ByTime:
         return self.items[lo:hi]
 
 
-class _RequestsByTime:
+class RequestsByTime:
     """Requests in the order they were received (stable), as columns, sliced by [begin, end)
     with a binary search: a big incident holds a million requests, which are never made into
     objects here. ``finished_before[k]``: how many of the first k finished; ``last_done[k]``:
-    the position of the last finished one up to k (-1: none)."""
+    the position of the last finished one up to k (-1: none). Built once per analysis and
+    handed to :func:`build_intervals` and :func:`find_stalls` (:meth:`of`)."""
 
     def __init__(self, requests: Sequence[Request]) -> None:
         table = Requests.of(requests)
@@ -126,6 +127,11 @@ class _RequestsByTime:
         positions = np.where(done, np.arange(done.size), -1)
         self.last_done = np.maximum.accumulate(positions) if done.size else positions
 
+    @classmethod
+    def of(cls, requests: Sequence[Request] | RequestsByTime) -> RequestsByTime:
+        """The requests by time (itself when it already is)."""
+        return requests if isinstance(requests, RequestsByTime) else cls(requests)
+
     def span(self, begin: dt.datetime, end: dt.datetime | None) -> tuple[int, int]:
         lo = int(np.searchsorted(self.received, to_us(begin), side="left"))
         if end is None:
@@ -137,7 +143,7 @@ def build_intervals(
     starts: Sequence[ServerStart],
     changes: Sequence[Change],
     symptoms: Sequence[Symptom],
-    requests: Sequence[Request],
+    requests: Sequence[Request] | RequestsByTime,
     load: Load | None,
     until: dt.datetime | None,
 ) -> list[LiveInterval]:
@@ -148,7 +154,7 @@ def build_intervals(
     carried: dict[str, str] = {}
     intervals: list[LiveInterval] = []
     by_symptom = _ByTime(symptoms, [x.at for x in symptoms])
-    by_request = _RequestsByTime(requests)
+    by_request = RequestsByTime.of(requests)
     i = 0
     for n, start in enumerate(ordered):
         applied: list[Change] = []
@@ -256,7 +262,7 @@ def cut_by_restart(
 
 def find_stalls(
     intervals: Sequence[LiveInterval],
-    requests: Sequence[Request],
+    requests: Sequence[Request] | RequestsByTime,
     min_requests: int,
     min_span: dt.timedelta,
 ) -> list[Symptom]:
@@ -264,7 +270,7 @@ def find_stalls(
     when at least ``min_requests`` of them went unfinished over at least ``min_span`` while the
     server stayed up (until the next start): the server stalled. Which requests kept finishing
     before it is said in the title."""
-    by_request = _RequestsByTime(requests)
+    by_request = RequestsByTime.of(requests)
     received = by_request.received
     stalls: list[Symptom] = []
     for interval in intervals:
