@@ -29,7 +29,7 @@ from ingest.clients.prometheus import PrometheusError, Server, public_url, query
 from ingest.services import IngestError
 from ingest.services.orchestration import Load, Upload, files_ingest
 from timeline.choices import RunStatus
-from timeline.metrics.remote import incident_window
+from timeline.metrics.remote import incident_window, server_for
 from timeline.models import DataSource, Incident, MetricsPull
 from timeline.services import analysis_request
 
@@ -174,14 +174,7 @@ def pull_run(*, pull_id: int) -> MetricsPull:
 
 def _server(pull: MetricsPull) -> Server:
     source = pull.source
-    if source is None:
-        return Server(url=pull.url)
-    return Server(
-        url=source.url,
-        bearer_token=source.bearer_token,
-        username=source.username,
-        password=source.password,
-    )
+    return Server(url=pull.url) if source is None else server_for(source)
 
 
 def _progress(pull_id: int, value: float) -> None:

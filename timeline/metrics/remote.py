@@ -25,7 +25,7 @@ import logging
 import math
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -43,7 +43,7 @@ from ingest.clients.prometheus import (
     range_query,
 )
 from timeline import charts, shared_cache
-from timeline.correlation.types import UNIX_EPOCH
+from timeline.correlation.types import Floats, Times
 from timeline.correlation.types import Series as EngineSeries
 from timeline.models import DataSource, Incident, RemoteSeries
 
@@ -66,7 +66,7 @@ PROBE_RANGE_S = 600
 FETCH_THREADS = 4
 
 
-def server_for(source: DataSource, *, timeout: float) -> Server:
+def server_for(source: DataSource, *, timeout: float = Server.timeout) -> Server:
     """How to reach a data source (its secret goes into the request only)."""
     return Server(
         url=source.url,
@@ -148,7 +148,6 @@ class Trace:
 class Fetched:
     """A remote series' answer for a window: its traces, or the server's error."""
 
-    remote_id: int
     step: float
     traces: list[Trace] = field(default_factory=list)
     error: str = ""
@@ -254,10 +253,10 @@ def _ask(server: Server, query: str, lo: float, hi: float, step: float, res: flo
             raise PrometheusError(f"expected series (matrix), got {data.get('resultType')!r}")
         traces = merge_peaks(list(data.get("result") or []), step)
     except PrometheusError as exc:
-        return Fetched(remote_id=0, step=step, error=str(exc))
+        return Fetched(step=step, error=str(exc))
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        return Fetched(remote_id=0, step=step, error=f"unexpected answer: {exc}")
-    return Fetched(remote_id=0, step=step, traces=traces[:MAX_TRACES], total=len(traces))
+        return Fetched(step=step, error=f"unexpected answer: {exc}")
+    return Fetched(step=step, traces=traces[:MAX_TRACES], total=len(traces))
 
 
 def fetch_window(
@@ -303,20 +302,8 @@ def fetch_window(
                 ttl = NOW_TTL_S if hi >= now - max(RECENT_S, 2 * step) else PAST_TTL_S
             shared_cache.cache_set(key, fetched, ttl)
             found[key] = fetched
-    out = []
-    for remote, _step, _lo, _hi, key in plans:
-        fetched = found[key]
-        out.append(
-            Fetched(
-                remote_id=remote.pk,
-                step=fetched.step,
-                traces=fetched.traces,
-                error=fetched.error,
-                total=fetched.total,
-                cached=key not in {m[4] for m in missing},
-            )
-        )
-    return out
+    asked = {p[4] for p in missing}
+    return [replace(found[key], cached=key not in asked) for *_, key in plans]
 
 
 def of_incident(incident: Incident) -> list[RemoteSeries]:
@@ -440,7 +427,6 @@ def engine_series(
     start, end = (t.timestamp() for t in window)
     out: list[EngineSeries] = []
     warnings: list[str] = []
-    shared: dict[bytes, tuple[dt.datetime, ...]] = {}  # the series of one scrape share times
     for remote in remotes:
         origin = public_url(remote.source.url)
         try:
@@ -463,17 +449,14 @@ def engine_series(
             metric = dict(item["metric"])
             name = metric.pop("__name__", "") or remote.name
             points = item["values"]
-            ts_ms = np.array([round(float(t) * 1000) for t, _ in points], dtype=np.int64)
-            ts = shared.get(ts_ms.tobytes())
-            if ts is None:
-                deltas = ts_ms.astype("timedelta64[ms]").tolist()
-                ts = shared[ts_ms.tobytes()] = tuple(map(UNIX_EPOCH.__add__, deltas))
+            # As columns, the way stored series reach the engine (timeline.analysis): no
+            # datetime per sample.
             out.append(
                 EngineSeries(
                     name=name,
                     labels=tuple(sorted((str(k), str(v)) for k, v in metric.items())),
-                    ts=ts,
-                    values=tuple(float(v) for _, v in points),
+                    ts=Times(np.array([round(float(t) * 1000) for t, _ in points], dtype=np.int64)),
+                    values=Floats(np.array([float(v) for _, v in points], dtype=np.float64)),
                 )
             )
     return tuple(out), tuple(warnings)
