@@ -275,9 +275,9 @@ def big_analysis_seconds(
 ) -> tuple[float, object]:
     """Issue 17, point 6: build a big incident (``events`` events + 200 x ``scrapes`` samples) in
     the current, already set up database and return the best wall time (s) of analysis_run on
-    it over ``repeat`` runs, and the incident. Building 1M events takes a minute or two; the incident is left in
-    the database. ``scrapes`` must be over 4,706 (the config changes need the 4,000 s before
-    the wedge, which comes at 85 % of them)."""
+    it over ``repeat`` runs, and the incident. Building 1M events takes a minute or two; the
+    incident is left in the database. ``scrapes`` must be over 4,706 (the config changes need
+    the 4,000 s before the wedge, which comes at 85 % of them)."""
     incident = build_big_incident(events, scrapes)
     return time_analysis_run(incident, repeat)[0], incident
 
