@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db.models import Exists, Max, OuterRef, Q, Subquery
+from django.db.models import Max, OuterRef, Q, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
@@ -20,7 +20,7 @@ from evidence.vocabulary import EventKind
 from timeline import access, charts, live_config, selectors, shared_cache
 from timeline.analysis import current_analysis, merged_changes
 from timeline.choices import EVENT_KIND_CHOICES, LANE_CHOICES, FindingKind, RunStatus
-from timeline.figure_data import picked_panels, timeline_figure_data, trace_name
+from timeline.figure_data import overlay, picked_panels, timeline_figure_data, trace_name
 from timeline.forms import IncidentForm, parse_utc
 from timeline.markdown import render as md
 from timeline.metrics import remote
@@ -161,22 +161,16 @@ def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
     window and the picked series, and carries that key as its ETag: a viewer asking again with
     ``If-None-Match`` gets a body-less 304, another viewer of the same window the cached body;
     anything new in the incident changes the version, so neither can show a stale figure."""
-    incident = access.incident_for(
-        request.user,
-        slug,
-        annotate={
-            "version": version_annotation(),
-            "has_remotes": Exists(RemoteSeries.objects.filter(incident=OuterRef("pk"))),
-        },
-    )
+    incident = access.incident_for(request.user, slug, annotate={"version": version_annotation()})
     start = _parse_time(request.GET.get("start"))
     end = _parse_time(request.GET.get("end"))
     series = request.GET.getlist("series")
     version = incident_version(incident)
     window = f"{start.timestamp() if start else ''}-{end.timestamp() if end else ''}"
     # Remote series (timeline.metrics.remote) change without the incident: a key of their own.
-    # (Read with the incident: a 304 needs nothing more than this query.)
-    remote_part = remote.figure_token(bool(getattr(incident, "has_remotes", True)))
+    # (From the overlay: kept per process and version, ~3 us when warm. An EXISTS read with
+    # the incident instead cost every request 0.1 ms as RawSQL, 0.35 ms as Exists(OuterRef).)
+    remote_part = remote.figure_token(overlay(incident, version).has_remotes)
     digest = hashlib.sha256(
         json.dumps([incident.pk, version, window, series, remote_part]).encode()
     ).hexdigest()[:32]
