@@ -14,6 +14,7 @@ import pytest
 
 from evidence.vocabulary import EventKind, Lane
 from tests.conftest import ARTIFACTS, wait_for
+from tests.ui_helpers import table_shows
 from timeline.analysis import analysis_run, merged_changes
 from timeline.figure_data import incident_span
 from timeline.forms import parse_utc
@@ -175,24 +176,25 @@ def test_the_event_table_finds_symptoms_request_ids_and_timeouts(
 ):
     page = page_at(*viewport)
     _open(page, f"{live_server.url}/incidents/{loaded.slug}/")
+    total = Event.objects.filter(incident=loaded).count()
+    table_shows(page, f"{total} events")  # the table the page loads, wired by htmx
     table = page.locator("#event-table")
     table.locator("select[name=lane]").select_option(Lane.SYMPTOMS)
-    table.locator(".pager", has_text="16 events").wait_for()
+    table_shows(page, "16 events")
     dropped = Event.objects.filter(
         incident=loaded, kind=EventKind.REQUEST, ends_at__isnull=True
     ).first()
     table.locator("select[name=lane]").select_option("")
-    total = Event.objects.filter(incident=loaded).count()
-    table.locator(".pager", has_text=f"{total} events").wait_for()
+    table_shows(page, f"{total} events")
     table.locator("input[name=q]").fill(dropped.attrs["rid"])
     table.locator("input[name=q]").press("Enter")
-    table.locator(".pager", has_text="1 events").wait_for()
+    table_shows(page, "1 events")
     table.locator("a", has_text=dropped.title).click()
     page.wait_for_selector("#detail #request-dropped")
     assert "never finished" in page.locator("#request-dropped").inner_text()
     table.locator("input[name=q]").fill("timeout")
     table.locator("input[name=q]").press("Enter")
-    table.locator(".pager", has_text="16 events").wait_for()
+    table_shows(page, "16 events")
     page.locator("#event-table").scroll_into_view_if_needed()
     shot(page, "event-table-symptoms")
 

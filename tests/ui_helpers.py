@@ -27,3 +27,13 @@ def session_page(
     page = context.new_page()
     page.set_default_timeout(20_000)
     return page, context
+
+
+def table_shows(page: Any, text: str) -> None:
+    """Wait until the event table's pager says ``text`` and htmx has settled the swap that put
+    it there: htmx wires the new fragment's forms ~20 ms after the swap (its settle delay, later
+    on a loaded machine), and a filter changed before that fires no request at all."""
+    page.locator("#event-table .pager", has_text=text).wait_for()
+    page.wait_for_function(
+        "() => !document.querySelector('#event-table.htmx-settling, #event-table .htmx-added')"
+    )
