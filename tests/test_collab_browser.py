@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ARTIFACTS, screenshot
+from tests.ui_helpers import htmx_settled
 from timeline.models import Evidence, Hypothesis, Note
 
 CULPRIT = "SGLANG_SM120_MMA_TARGET_CTAS"
@@ -26,10 +27,12 @@ def test_hypothesis_evidence_confirmation_and_postmortem_in_the_browser(
     _chart_ready(page)
     panel = page.locator("#hypotheses-panel")
     panel.locator("text=No hypotheses yet.").wait_for()
+    htmx_settled(page)  # the panel's buttons are wired by htmx after its swap
 
     # One click turns "model quality ruled out" into a refuted hypothesis.
     panel.locator(".accept-finding", has_text="model quality ruled out").click()
     panel.locator(".hyp-row", has_text="Model quality caused the incident").wait_for()
+    htmx_settled(page)
     assert "Refuted" in panel.locator(".hyp-row").first.inner_text()
 
     # A new hypothesis from the panel.
@@ -39,6 +42,7 @@ def test_hypothesis_evidence_confirmation_and_postmortem_in_the_browser(
     panel.get_by_role("button", name="Add").click()
     row = panel.locator(".hyp-row", has_text="The CTAS setting starves decode")
     row.wait_for()
+    htmx_settled(page)
 
     # Open the top suspect, then link it as supporting evidence.
     page.locator(".suspect-link").first.click()
@@ -52,6 +56,7 @@ def test_hypothesis_evidence_confirmation_and_postmortem_in_the_browser(
     form.get_by_label("Evidence note").fill("introduced 2 h 29 min before the first drop")
     form.get_by_role("button", name="Link evidence").click()
     row.locator("text=1 evidence").wait_for()
+    htmx_settled(page)
     evidence = Evidence.objects.get(hypothesis=hypothesis)
     assert evidence.finding.title.startswith(CULPRIT) and evidence.stance == "supports"
 

@@ -29,11 +29,17 @@ def session_page(
     return page, context
 
 
+def htmx_settled(page: Any) -> None:
+    """Wait until htmx has settled every swap: it wires a swapped fragment's forms and buttons
+    ~20 ms after the swap (its settle delay, later on a loaded machine); a filter changed or a
+    button clicked before that sends no request at all."""
+    page.wait_for_function(
+        "() => !document.querySelector('.htmx-settling, .htmx-added, .htmx-swapping')"
+    )
+
+
 def table_shows(page: Any, text: str) -> None:
     """Wait until the event table's pager says ``text`` and htmx has settled the swap that put
-    it there: htmx wires the new fragment's forms ~20 ms after the swap (its settle delay, later
-    on a loaded machine), and a filter changed before that fires no request at all."""
+    it there (:func:`htmx_settled`)."""
     page.locator("#event-table .pager", has_text=text).wait_for()
-    page.wait_for_function(
-        "() => !document.querySelector('#event-table.htmx-settling, #event-table .htmx-added')"
-    )
+    htmx_settled(page)
