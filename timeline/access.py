@@ -14,12 +14,22 @@ Every view and the API get their incident here; no view checks teams itself.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
+import psycopg
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.core.exceptions import ValidationError
+from django.db import InterfaceError, OperationalError, connection
 from django.db.models import QuerySet
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse
+from django.utils.crypto import constant_time_compare
+from django.utils.functional import cached_property
 
 from timeline.models import Incident, Team
+from timeline.versions import VERSION_SQL, version_annotation
 
 
 def _is_superuser(user: Any) -> bool:
@@ -78,3 +88,180 @@ def teams_managed(user: Any) -> QuerySet[Team]:
 def may_create_team(user: Any) -> bool:
     """Superusers, and users who administer a team already."""
     return _is_superuser(user) or teams_managed(user).exists()
+
+
+# --- One round trip for the session, the user, the incident and its version -----------------
+#
+# The figure's JSON and the version are what open pages ask for most (every zoom, every 4 s).
+# Django would spend four round trips on them before the view's own work: the connection's
+# health check, the session, the user and the incident (with its version). For these two views
+# the session row, the user, the team membership, the incident and its version are one query
+# instead. It can only say yes, never no: a request it does not prove allowed, for any reason,
+# goes the usual way (request.user, then incident_for), which decides exactly as for every
+# other page. It proves the same things Django's get_user does before it counts a session as
+# logged in (the row exists and has not expired, its data carries Django's signature, the
+# backend is ModelBackend and one of AUTHENTICATION_BACKENDS, the user exists and is active,
+# the password hash in the session is the user's, under the current SECRET_KEY), then the rule
+# above (a member of the incident's team, or a superuser).
+
+_MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+_DB_SESSIONS = "django.contrib.sessions.backends.db"
+# A session key -> (its data as stored, the user id and password hash it holds): decoding the
+# signed data costs more than the query, and the same data always decodes the same way. The
+# query still reads the row every time: a logout or a new login changes or removes it.
+_SESSION_USERS: dict[str, tuple[str, int, str]] = {}
+_SESSION_USERS_MAX = 10_000
+
+
+class _FusedQuery:
+    """The query's SQL and how to read its rows, built once from the models."""
+
+    @cached_property
+    def parts(self) -> tuple[str, list[str], list[str]]:
+        user_model = get_user_model()
+        members = Team.members.through._meta
+        user_fields = [f.attname for f in user_model._meta.concrete_fields]
+        incident_fields = [f.attname for f in Incident._meta.concrete_fields]
+        user_cols = ", ".join(f'u."{f.column}"' for f in user_model._meta.concrete_fields)
+        incident_cols = ", ".join(f'i."{f.column}"' for f in Incident._meta.concrete_fields)
+        version = VERSION_SQL.format(i='i."id"')
+        team_col = members.get_field("team").column
+        user_col = members.get_field(str(user_model._meta.model_name)).column  # type: ignore[union-attr]
+        sql = (
+            # Names come from the models' metadata; every value is a parameter.
+            f'SELECT s.session_data, EXISTS (SELECT 1 FROM "{members.db_table}" m '  # noqa: S608
+            f'WHERE m."{team_col}" = i."team_id" AND m."{user_col}" = u."id"), '
+            f"({version}), {user_cols}, {incident_cols} "
+            f'FROM "django_session" s CROSS JOIN "{Incident._meta.db_table}" i '
+            f'LEFT JOIN "{user_model._meta.db_table}" u ON u."id" = %(uid)s '
+            "WHERE s.session_key = %(key)s AND s.expire_date > now() AND i.slug = %(slug)s"
+        )
+        return sql, user_fields, incident_fields
+
+    def row(self, key: str, uid: int | None, slug: str) -> tuple[Any, ...] | None:
+        """The row, through a prepared statement (half the time of Django's cursor, which
+        plans the query again each time). Without Django's cursor there is no health check
+        either: a connection Postgres dropped (a restart) is retried once on a new one, as
+        the health check would have done."""
+        sql, _, _ = self.parts
+        params = {"key": key, "uid": uid, "slug": slug}
+        for again in (False, True):
+            connection.ensure_connection()
+            try:
+                with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cur:
+                    cur.execute(sql, params, prepare=True)
+                    found: tuple[Any, ...] | None = cur.fetchone()
+                    return found
+            except (OperationalError, InterfaceError):
+                if again or connection.in_atomic_block:
+                    raise
+                connection.close()
+        return None
+
+
+_FUSED = _FusedQuery()
+
+
+def _session_user(request: HttpRequest, key: str, data: str) -> tuple[str, int, str] | None:
+    """(data, user id, password hash) of a session's data when Django would accept it."""
+    known = _SESSION_USERS.get(key)
+    if known is not None and known[0] == data:
+        return known
+    decoded = request.session.decode(data)  # {} when the signature does not hold
+    backend, raw_id, auth_hash = (
+        decoded.get(BACKEND_SESSION_KEY),
+        decoded.get(SESSION_KEY),
+        decoded.get(HASH_SESSION_KEY),
+    )
+    if backend != _MODEL_BACKEND or backend not in settings.AUTHENTICATION_BACKENDS:
+        return None
+    if not isinstance(auth_hash, str) or not auth_hash:
+        return None
+    try:
+        uid = int(get_user_model()._meta.pk.to_python(raw_id))
+    except (TypeError, ValueError, ValidationError):
+        return None
+    if len(_SESSION_USERS) >= _SESSION_USERS_MAX:
+        _SESSION_USERS.clear()
+    _SESSION_USERS[key] = (data, uid, auth_hash)
+    return _SESSION_USERS[key]
+
+
+def incident_by_session(request: HttpRequest, slug: str) -> Incident | None:
+    """The incident with its ``version`` when the session cookie alone proves the user may
+    view it (one query; sets ``request.user``); None when it does not prove it."""
+    if settings.SESSION_ENGINE != _DB_SESSIONS or settings.SESSION_SAVE_EVERY_REQUEST:
+        return None
+    key = request.COOKIES.get(settings.SESSION_COOKIE_NAME, "")
+    if not (8 <= len(key) <= 40 and key.isascii() and key.isalnum()):
+        return None
+    known = _SESSION_USERS.get(key)
+    row = _FUSED.row(key, known[1] if known else None, slug)
+    if row is None:
+        return None  # no such session (or expired), or no such incident
+    session = _session_user(request, key, row[0])
+    if session is None:
+        return None
+    if known is None or known[1] != session[1]:
+        row = _FUSED.row(key, session[1], slug)
+        if row is None or row[0] != session[0]:
+            return None
+    _, user_fields, incident_fields = _FUSED.parts
+    data, member, version, *values = row
+    user_values, incident_values = values[: len(user_fields)], values[len(user_fields) :]
+    if user_values[user_fields.index("id")] is None:
+        return None  # the user is gone
+    user = get_user_model().from_db(connection.alias, user_fields, user_values)
+    if not getattr(user, "is_active", True):
+        return None
+    if not constant_time_compare(session[2], user.get_session_auth_hash()):
+        return None  # a changed password, or another SECRET_KEY: Django decides
+    if not (member or user.is_superuser):
+        return None
+    incident = Incident.from_db(connection.alias, incident_fields, incident_values)
+    incident.version = version  # type: ignore[attr-defined]  # as version_annotation() sets it
+    request.user = user
+    return incident
+
+
+def fused_incident_view(
+    view: Callable[..., HttpResponse],
+) -> Callable[..., HttpResponse]:
+    """A view of one incident called as ``view(request, incident)``: the incident (with its
+    ``version``) that SessionIncidentMiddleware proved from the session, else incident_for's."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, slug: str) -> HttpResponse:
+        incident = getattr(request, "session_incident", None)
+        if not isinstance(incident, Incident) or incident.slug != slug:
+            incident = incident_for(request.user, slug, annotate={"version": version_annotation()})
+        return view(request, incident)
+
+    wrapped.fused_incident = True  # type: ignore[attr-defined]
+    return wrapped
+
+
+class SessionIncidentMiddleware:
+    """For views made by ``fused_incident_view``: ``incident_by_session`` before
+    LoginRequiredMiddleware asks for ``request.user`` (which would cost the session and the user
+    queries). What it proves sets ``request.user`` and ``request.session_incident``; what it does
+    not prove leaves the request as it was, for the login check and incident_for."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_view(
+        self,
+        request: HttpRequest,
+        view_func: Callable[..., HttpResponse],
+        view_args: tuple[Any, ...],
+        view_kwargs: dict[str, Any],
+    ) -> None:
+        slug = view_kwargs.get("slug")
+        if getattr(view_func, "fused_incident", False) and isinstance(slug, str):
+            incident = incident_by_session(request, slug)
+            if incident is not None:
+                request.session_incident = incident  # type: ignore[attr-defined]

@@ -292,6 +292,28 @@ def _event_markers(
     ]
 
 
+def zoom_is_small(
+    incident: Incident,
+    version: str,
+    start: dt.datetime | None,
+    end: dt.datetime | None,
+    series: list[str],
+) -> bool:
+    """Whether a zoom is surely quick to build: its events are the overlay's (no query), no
+    remote series, and its panels hold fewer than ZOOM_SMALL_BELOW_ROWS samples in the window.
+    (timeline.views.incidents.timeline_data neither asks Redis for such a zoom nor keeps it.)"""
+    layer = overlay(incident, version)
+    if start is None or layer.events is None or layer.has_remotes:
+        return False
+    names = set(picked_panels([n for n in series if n], sorted({s.name for s in layer.series})))
+    rows = sum(selectors.estimated_rows(s, start, end) for s in layer.series if s.name in names)
+    return rows < ZOOM_SMALL_BELOW_ROWS
+
+
+# ~1M samples take ~0.1 s to read and reduce: well below this, building beats keeping.
+ZOOM_SMALL_BELOW_ROWS = 500_000
+
+
 def picked_panels(asked: list[str], names: list[str]) -> list[str]:
     """The metric panels to show: those asked for that the incident holds (a choice survives a
     reload), else the usual ones it holds, else its first custom metrics (never an empty chart

@@ -194,7 +194,7 @@ RECENT_ABOVE_ROWS = 50_000
 ROLLUP_ABOVE_ROWS = 20_000
 
 
-def _estimated_rows(s: Series, start: dt.datetime | None, end: dt.datetime | None) -> float:
+def estimated_rows(s: Series, start: dt.datetime | None, end: dt.datetime | None) -> float:
     """Samples of the series inside the window, assuming they are spread evenly."""
     if not s.sample_count or s.first_ts is None or s.last_ts is None:
         return 0.0
@@ -213,12 +213,12 @@ def _downsample(
 
     Big windows read the per-minute rollups (min and max at the times they occurred: the
     shape survives); windows that fit read the samples themselves, at full detail."""
-    big = [s.pk for s in series if _estimated_rows(s, start, end) > ROLLUP_ABOVE_ROWS]
+    big = [s.pk for s in series if estimated_rows(s, start, end) > ROLLUP_ABOVE_ROWS]
     columns = reader.rollups_read(big, start, end)  # series without rollups are read raw
     raw = [s.pk for s in series if s.pk not in columns]
     # A big window goes through the process's recently decoded chunks (zooms reread the same
     # hours); a small one is read in one query, cheaper than asking which chunks it holds.
-    recent = sum(_estimated_rows(s, start, end) for s in series if s.pk in raw) > RECENT_ABOVE_ROWS
+    recent = sum(estimated_rows(s, start, end) for s in series if s.pk in raw) > RECENT_ABOVE_ROWS
     columns.update(
         (sid, (ts, values, len(ts)))
         for sid, (ts, values) in reader.samples_read(raw, start, end, recent=recent).items()

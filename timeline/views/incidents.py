@@ -20,14 +20,20 @@ from evidence.vocabulary import EventKind
 from timeline import access, charts, live_config, selectors, shared_cache
 from timeline.analysis import current_analysis, merged_changes
 from timeline.choices import EVENT_KIND_CHOICES, LANE_CHOICES, FindingKind, RunStatus
-from timeline.figure_data import overlay, picked_panels, timeline_figure_data, trace_name
+from timeline.figure_data import (
+    overlay,
+    picked_panels,
+    timeline_figure_data,
+    trace_name,
+    zoom_is_small,
+)
 from timeline.forms import IncidentForm, parse_utc
 from timeline.markdown import render as md
 from timeline.metrics import remote
 from timeline.models import Analysis, Artifact, Event, Finding, Incident, RemoteSeries
 from timeline.services import ServiceError, incident_create
 from timeline.verdict import verdict, warning_texts
-from timeline.versions import incident_version, version_annotation
+from timeline.versions import incident_version
 from timeline.views.live import etag_matches, revalidated
 
 
@@ -154,14 +160,14 @@ KEEP_ZOOMS_SLOWER_THAN_S = 0.15
 
 
 @require_GET
-def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
+@access.fused_incident_view
+def timeline_data(request: HttpRequest, incident: Incident) -> HttpResponse:
     """The figure for a time window: events on lanes plus downsampled metric panels.
 
     The body is cached in Redis (shared by every worker) under the incident's version, the
     window and the picked series, and carries that key as its ETag: a viewer asking again with
     ``If-None-Match`` gets a body-less 304, another viewer of the same window the cached body;
     anything new in the incident changes the version, so neither can show a stale figure."""
-    incident = access.incident_for(request.user, slug, annotate={"version": version_annotation()})
     start = _parse_time(request.GET.get("start"))
     end = _parse_time(request.GET.get("end"))
     series = request.GET.getlist("series")
@@ -179,7 +185,10 @@ def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
         response = HttpResponse(status=304)
     else:
         key = f"timeline-json:v1:{digest}"
-        body = shared_cache.get(key)
+        # A small zoom is built in a few ms and never kept (below): asking Redis for it would
+        # be a round trip that cannot hit.
+        small = zoom_is_small(incident, version, start, end, series)
+        body = None if small else shared_cache.get(key)
         # Many viewers opening the same window at once: one worker builds it, the others
         # wait for its body rather than building it too.
         # (Zooms are built by whoever asks: two viewers rarely ask for the same one at once.)
@@ -212,7 +221,9 @@ def timeline_data(request: HttpRequest, slug: str) -> HttpResponse:
                 # The whole incident is what every viewer opens first: always kept. A zoom is
                 # kept only when it was slow to build; most are one viewer's, asked once
                 # (their reloads get 304s), and storing 3 MB costs a tenth of building it.
-                if start is None or time.perf_counter() - began > KEEP_ZOOMS_SLOWER_THAN_S:
+                if start is None or (
+                    not small and time.perf_counter() - began > KEEP_ZOOMS_SLOWER_THAN_S
+                ):
                     shared_cache.put(key, body, FIGURE_CACHE_SECONDS)
             finally:
                 if owner and start is None:

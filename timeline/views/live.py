@@ -15,12 +15,19 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 
 from timeline import access
-from timeline.versions import incident_version, version_annotation
+from timeline.models import Incident
+from timeline.versions import incident_version
 
 
 def etag_matches(request: HttpRequest, etag: str) -> bool:
     """Whether the request's If-None-Match names ``etag`` (one of a comma-separated list)."""
-    return etag in {t.strip() for t in request.headers.get("If-None-Match", "").split(",")}
+    # Weak comparison (RFC 9110 13.1.2), as If-None-Match asks: a gzipped body's ETag is
+    # weakened (W/"...") by GZipMiddleware, and the browser sends that form back.
+    wanted = etag.removeprefix("W/")
+    return any(
+        t.strip().removeprefix("W/") == wanted
+        for t in request.headers.get("If-None-Match", "").split(",")
+    )
 
 
 def revalidated(response: HttpResponse, etag: str) -> HttpResponse:
@@ -32,9 +39,9 @@ def revalidated(response: HttpResponse, etag: str) -> HttpResponse:
 
 
 @require_GET
-def version(request: HttpRequest, slug: str) -> HttpResponse:
+@access.fused_incident_view
+def version(request: HttpRequest, incident: Incident) -> HttpResponse:
     """``{"version": "..."}`` with an ETag; 304 without a body when If-None-Match matches."""
-    incident = access.incident_for(request.user, slug, annotate={"version": version_annotation()})
     current = incident_version(incident)
     etag = f'"{current}"'
     if etag_matches(request, etag):
