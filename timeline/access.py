@@ -25,6 +25,7 @@ from django.core.exceptions import ValidationError
 from django.db import InterfaceError, OperationalError, connection
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
+from django.utils.cache import patch_vary_headers
 from django.utils.crypto import constant_time_compare
 from django.utils.functional import cached_property
 
@@ -251,7 +252,11 @@ class SessionIncidentMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
+        response = self.get_response(request)
+        if getattr(request, "session_incident", None) is not None:
+            # The answer depends on the session cookie, as when SessionMiddleware reads it.
+            patch_vary_headers(response, ("Cookie",))
+        return response
 
     def process_view(
         self,

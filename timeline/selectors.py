@@ -213,8 +213,8 @@ def _downsample(
 
     Big windows read the per-minute rollups (min and max at the times they occurred: the
     shape survives); windows that fit read the samples themselves, at full detail."""
-    big = [s.pk for s in series if estimated_rows(s, start, end) > ROLLUP_ABOVE_ROWS]
-    columns = reader.rollups_read(big, start, end)  # series without rollups are read raw
+    big = [s for s in series if estimated_rows(s, start, end) > ROLLUP_ABOVE_ROWS]
+    columns = reader.rollups_window(big, start, end)  # series without rollups are read raw
     raw = [s.pk for s in series if s.pk not in columns]
     # A big window goes through the process's recently decoded chunks (zooms reread the same
     # hours); a small one is read in one query, cheaper than asking which chunks it holds.

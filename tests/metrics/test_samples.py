@@ -177,3 +177,47 @@ def test_recently_decoded_chunks_read_the_same_and_a_merge_is_never_stale(incide
     after = reader.samples_read([sid], *window, recent=True)
     assert extra in after[sid][0].tolist()
     assert after[sid][1][after[sid][0].tolist().index(extra)] == 42.0
+
+
+def test_rollups_held_by_the_process_read_as_the_query_does_and_a_load_is_never_stale(
+    incident,
+) -> None:
+    """reader.rollups_window (whole series' rollups kept in the process, sliced per window)
+    answers what rollups_read's query does for every window, and a load into the series (a
+    new state) is read again, not served from the old rollups."""
+    ts = T0 + np.arange(0, 3 * HOUR, 1000, dtype=np.int64)
+    values = np.cos(np.arange(len(ts)) / 50.0) * 100
+    loaders.load_samples(incident, None, [_block(ts, values)])
+    series = list(Series.objects.filter(incident=incident))
+    (sid,) = [s.pk for s in series]
+    windows = [
+        (None, None),
+        (_aware(T0 + 90_500), _aware(T0 + HOUR + 30_250)),  # edge buckets cut
+        (_aware(T0 + HOUR), _aware(T0 + 2 * HOUR)),  # on bucket starts
+        (_aware(T0 - 5 * HOUR), _aware(T0 - HOUR)),  # before any rollup: no entry
+        (_aware(T0 - 30_000), _aware(T0 + 10)),  # reaches one bucket by a few ms
+        (_aware(T0 + 2 * HOUR + 59_000), None),
+    ]
+    for _ in range(2):  # read once, then served from what the process holds
+        for window in windows:
+            plain = reader.rollups_read([sid], *window)
+            held = reader.rollups_window(series, *window)
+            assert held.keys() == plain.keys(), window
+            if sid in plain:
+                assert held[sid][0].tolist() == plain[sid][0].tolist(), window
+                assert held[sid][1].tolist() == plain[sid][1].tolist(), window
+                assert held[sid][2] == plain[sid][2], window
+    assert reader.rollups_window(series, None, None)[sid][2] == len(ts)
+    # A spike loaded into the second hour: the series' state changes (as the overlay's Series
+    # rows show it after the load), so its rollups are read again.
+    spike = T0 + HOUR + 500
+    loaders.load_samples(incident, None, [_block([spike], [1e6])])
+    series = list(Series.objects.filter(incident=incident))
+    window = (_aware(T0 + HOUR), _aware(T0 + HOUR + 60_000))
+    held = reader.rollups_window(series, *window)
+    assert 1e6 in held[sid][1].tolist()
+    assert held[sid][2] == reader.rollups_read([sid], *window)[sid][2]
+    # A series without rollups (samples written around the writer) is left out: read raw.
+    SampleRollup.objects.filter(series_id=sid).delete()
+    Series.objects.filter(pk=sid).update(sample_count=len(ts) + 2)
+    assert reader.rollups_window(list(Series.objects.filter(incident=incident)), None, None) == {}
