@@ -137,6 +137,11 @@ def _template() -> dict[str, Any]:
     return dict(pio.templates["plotly_white"].to_plotly_json())
 
 
+def warm() -> None:
+    """Build what the first figure of a process would (timeline.wsgi, before the fork)."""
+    _template()
+
+
 def _domains(heights: list[float]) -> list[list[float]]:
     """Each stacked chart's vertical share of the figure, top first, the charts
     ``VERTICAL_SPACING`` apart (what plotly's make_subplots gives for one column)."""
