@@ -193,6 +193,8 @@ def incident_by_session(request: HttpRequest, slug: str) -> Incident | None:
     view it (one query; sets ``request.user``); None when it does not prove it."""
     if settings.SESSION_ENGINE != _DB_SESSIONS or settings.SESSION_SAVE_EVERY_REQUEST:
         return None
+    if _MODEL_BACKEND not in settings.AUTHENTICATION_BACKENDS:
+        return None  # checked on every request, not only when a session is first decoded
     key = request.COOKIES.get(settings.SESSION_COOKIE_NAME, "")
     if not (8 <= len(key) <= 40 and key.isascii() and key.isalnum()):
         return None
