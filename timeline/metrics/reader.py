@@ -197,6 +197,25 @@ def samples_count(series_ids: Sequence[int] | None = None) -> int:
         return int(row[0]) if row else 0
 
 
+def _min_max_points(
+    t_min: bytes, v_min: bytes, t_max: bytes, v_max: bytes
+) -> tuple[np.ndarray, np.ndarray]:
+    """The buckets' min and max (as the server concatenated them) as two points per bucket,
+    each bucket's two in time order: (ms since the Unix epoch, values)."""
+    t1 = packing.unix_ms(np.frombuffer(t_min, dtype=">i8"))
+    t2 = packing.unix_ms(np.frombuffer(t_max, dtype=">i8"))
+    ts = np.empty(2 * len(t1), dtype=np.int64)
+    values = np.empty(2 * len(t1), dtype=np.float64)
+    first_is_min = t1 <= t2
+    ts[0::2] = np.where(first_is_min, t1, t2)
+    ts[1::2] = np.where(first_is_min, t2, t1)
+    v1 = np.frombuffer(v_min, dtype=">f8").astype(np.float64)
+    v2 = np.frombuffer(v_max, dtype=">f8").astype(np.float64)
+    values[0::2] = np.where(first_is_min, v1, v2)
+    values[1::2] = np.where(first_is_min, v2, v1)
+    return ts, values
+
+
 def rollups_read(
     series_ids: Sequence[int], start: dt.datetime | None, end: dt.datetime | None
 ) -> dict[int, tuple[np.ndarray, np.ndarray, int]]:
@@ -223,17 +242,7 @@ def rollups_read(
     rows = binary_rows(sql, [list(series_ids), start, end])
     out = {}
     for sid, t_min, v_min, t_max, v_max, n in rows:
-        t1 = packing.unix_ms(np.frombuffer(t_min, dtype=">i8"))
-        t2 = packing.unix_ms(np.frombuffer(t_max, dtype=">i8"))
-        ts = np.empty(2 * len(t1), dtype=np.int64)
-        values = np.empty(2 * len(t1), dtype=np.float64)
-        first_is_min = t1 <= t2  # keep each bucket's two points in time order
-        ts[0::2] = np.where(first_is_min, t1, t2)
-        ts[1::2] = np.where(first_is_min, t2, t1)
-        v1 = np.frombuffer(v_min, dtype=">f8").astype(np.float64)
-        v2 = np.frombuffer(v_max, dtype=">f8").astype(np.float64)
-        values[0::2] = np.where(first_is_min, v1, v2)
-        values[1::2] = np.where(first_is_min, v2, v1)
+        ts, values = _min_max_points(t_min, v_min, t_max, v_max)
         if start is not None or end is not None:  # the edge buckets reach past the window
             lo = start.timestamp() * 1000 if start else -np.inf
             hi = end.timestamp() * 1000 if end else np.inf
@@ -275,18 +284,8 @@ def _rollups_whole(series_ids: Sequence[int]) -> dict[int, _Rollups]:
     )
     out = {}
     for sid, buckets, ns, t_min, v_min, t_max, v_max in rows:
-        t1 = packing.unix_ms(np.frombuffer(t_min, dtype=">i8"))
-        t2 = packing.unix_ms(np.frombuffer(t_max, dtype=">i8"))
-        first_is_min = t1 <= t2  # each bucket's two points in time order
-        ts = np.empty(2 * len(t1), dtype=np.int64)
-        ts[0::2] = np.where(first_is_min, t1, t2)
-        ts[1::2] = np.where(first_is_min, t2, t1)
-        v1 = np.frombuffer(v_min, dtype=">f8").astype(np.float64)
-        v2 = np.frombuffer(v_max, dtype=">f8").astype(np.float64)
-        values = np.empty(2 * len(t1), dtype=np.float64)
-        values[0::2] = np.where(first_is_min, v1, v2)
-        values[1::2] = np.where(first_is_min, v2, v1)
-        n_cum = np.zeros(len(t1) + 1, dtype=np.int64)
+        ts, values = _min_max_points(t_min, v_min, t_max, v_max)
+        n_cum = np.zeros(len(ts) // 2 + 1, dtype=np.int64)
         np.cumsum(np.frombuffer(ns, dtype=">i4"), out=n_cum[1:])
         starts = packing.unix_ms(np.frombuffer(buckets, dtype=">i8"))
         arrays = (np.ascontiguousarray(starts, dtype=np.int64), n_cum, ts, values)
