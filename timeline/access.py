@@ -14,6 +14,7 @@ Every view and the API get their incident here; no view checks teams itself.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -22,9 +23,10 @@ import psycopg
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.core.exceptions import ValidationError
-from django.db import InterfaceError, OperationalError, connection
+from django.db import DatabaseError, connection
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
+from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.utils.crypto import constant_time_compare
 from django.utils.functional import cached_property
@@ -105,6 +107,7 @@ def may_create_team(user: Any) -> bool:
 # the password hash in the session is the user's, under the current SECRET_KEY), then the rule
 # above (a member of the incident's team, or a superuser).
 
+log = logging.getLogger(__name__)
 _MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 _DB_SESSIONS = "django.contrib.sessions.backends.db"
 # A session key -> (its data as stored, the user id and password hash it holds): decoding the
@@ -135,17 +138,19 @@ class _FusedQuery:
             f"({version}), {user_cols}, {incident_cols} "
             f'FROM "django_session" s CROSS JOIN "{Incident._meta.db_table}" i '
             f'LEFT JOIN "{user_model._meta.db_table}" u ON u."id" = %(uid)s '
-            "WHERE s.session_key = %(key)s AND s.expire_date > now() AND i.slug = %(slug)s"
+            "WHERE s.session_key = %(key)s AND s.expire_date > %(now)s AND i.slug = %(slug)s"
         )
         return sql, user_fields, incident_fields
 
     def row(self, key: str, uid: int | None, slug: str) -> tuple[Any, ...] | None:
         """The row, through a prepared statement (half the time of Django's cursor, which
-        plans the query again each time). Without Django's cursor there is no health check
-        either: a connection Postgres dropped (a restart) is retried once on a new one, as
-        the health check would have done."""
+        plans the query again each time); None also when the query failed (the usual path
+        answers then). Without Django's cursor there is no health check either: a connection
+        Postgres dropped (a restart) is replaced and the query run once more, as the health
+        check would have done."""
         sql, _, _ = self.parts
-        params = {"key": key, "uid": uid, "slug": slug}
+        # The expiry as Django's session store judges it: by this process's clock.
+        params = {"key": key, "uid": uid, "slug": slug, "now": timezone.now()}
         for again in (False, True):
             connection.ensure_connection()
             try:
@@ -153,10 +158,19 @@ class _FusedQuery:
                     cur.execute(sql, params, prepare=True)
                     found: tuple[Any, ...] | None = cur.fetchone()
                     return found
-            except (OperationalError, InterfaceError):
-                if again or connection.in_atomic_block:
+            except DatabaseError:
+                if connection.in_atomic_block:
                     raise
-                connection.close()
+                raw = connection.connection
+                if not again and (raw is None or raw.closed or raw.broken):
+                    connection.close()
+                    continue
+                # Anything else (a plan invalidated by a migration, a pooler refusing
+                # prepared statements): this path says nothing; Django's answers.
+                log.warning(
+                    "session + incident query failed; the usual path answers it", exc_info=True
+                )
+                return None
         return None
 
 
@@ -184,8 +198,9 @@ def _session_user(request: HttpRequest, key: str, data: str) -> tuple[str, int, 
         return None
     if len(_SESSION_USERS) >= _SESSION_USERS_MAX:
         _SESSION_USERS.clear()
-    _SESSION_USERS[key] = (data, uid, auth_hash)
-    return _SESSION_USERS[key]
+    entry = (data, uid, auth_hash)
+    _SESSION_USERS[key] = entry  # (another thread may clear the dict at any time)
+    return entry
 
 
 def incident_by_session(request: HttpRequest, slug: str) -> Incident | None:

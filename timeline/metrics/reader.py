@@ -295,36 +295,62 @@ def _rollups_whole(series_ids: Sequence[int]) -> dict[int, _Rollups]:
     return out
 
 
+def rollups_forget() -> None:
+    """Drop the rollups this process holds (after rollups rewritten in place)."""
+    global _rollups_size
+    with _rollups_lock:
+        _rollups.clear()
+        _rollups_size = 0
+
+
+# Only series spanning up to this are held whole (~1 KB of arrays per hour): a 6 h zoom into a
+# month-long series reads the window's rollups, not the month's.
+ROLLUP_HELD_SPAN = dt.timedelta(days=3)
+
+
 def rollups_window(
     series: Sequence[Any], start: dt.datetime | None, end: dt.datetime | None
 ) -> dict[int, tuple[np.ndarray, np.ndarray, int]]:
     """rollups_read's answer for these Series rows, through the rollups this process holds."""
     global _rollups_size
+    held_whole = [
+        s
+        for s in series
+        if s.first_ts is not None
+        and s.last_ts is not None
+        and s.last_ts - s.first_ts <= ROLLUP_HELD_SPAN
+    ]
+    whole_ids = {s.pk for s in held_whole}
+    out = rollups_read([s.pk for s in series if s.pk not in whole_ids], start, end)
     keys = {
         s.pk: (int(s.pk), int(s.sample_count or 0), s.last_ts.timestamp() if s.last_ts else None)
-        for s in series
+        for s in held_whole
     }
+    held: dict[int, _Rollups | None] = {}
+    missing = []
     with _rollups_lock:
-        missing = [pk for pk, k in keys.items() if k not in _rollups]
-    if missing:
-        got = _rollups_whole(missing)
-        with _rollups_lock:
-            for pk in missing:
-                arrays = got.get(pk)  # None: the series has no rollups (read raw)
-                if keys[pk] not in _rollups:
-                    _rollups[keys[pk]] = arrays
-                    _rollups_size += sum(a.nbytes for a in arrays) if arrays else 0
-            while _rollups_size > ROLLUP_CACHE_BYTES and len(_rollups) > len(keys):
-                _, old = _rollups.popitem(last=False)
-                _rollups_size -= sum(a.nbytes for a in old) if old else 0
-    lo = start.timestamp() * 1000 if start else -np.inf
-    hi = end.timestamp() * 1000 if end else np.inf
-    out = {}
-    with _rollups_lock:
-        held = {pk: _rollups.get(k) for pk, k in keys.items()}
-        for k in keys.values():
+        for pk, k in keys.items():
             if k in _rollups:
                 _rollups.move_to_end(k)
+                held[pk] = _rollups[k]
+            else:
+                missing.append(pk)
+    if missing:
+        got = _rollups_whole(missing)
+        fetched = {pk: got.get(pk) for pk in missing}  # None: no rollups (read raw)
+        held.update(fetched)
+        size = sum(sum(a.nbytes for a in arrays) for arrays in fetched.values() if arrays)
+        if size <= ROLLUP_CACHE_BYTES:  # else: for this read only
+            with _rollups_lock:
+                for pk, arrays in fetched.items():
+                    if keys[pk] not in _rollups:
+                        _rollups[keys[pk]] = arrays
+                        _rollups_size += sum(a.nbytes for a in arrays) if arrays else 0
+                while _rollups_size > ROLLUP_CACHE_BYTES and _rollups:
+                    _, old = _rollups.popitem(last=False)  # this read keeps its own in `held`
+                    _rollups_size -= sum(a.nbytes for a in old) if old else 0
+    lo = start.timestamp() * 1000 if start else -np.inf
+    hi = end.timestamp() * 1000 if end else np.inf
     for pk, arrays in held.items():
         if arrays is None:
             continue

@@ -149,3 +149,4 @@ def rollups_rebuild(series_ids: Sequence[int]) -> None:
     rollups_store(
         [(sid, rollup(ts, values)) for sid, (ts, values) in reader.samples_read(ids).items()]
     )
+    reader.rollups_forget()  # rewritten without a change of the series' state (their key)
