@@ -499,3 +499,24 @@ def test_a_warm_session_is_not_proved_once_model_backend_is_no_longer_configured
         page = client.get(reverse("incident_timeline", args=[incident.slug]))
         assert not _served_fused(fused)
         assert fused.status_code == page.status_code == 302
+
+
+def test_a_failed_fused_query_lets_the_usual_path_answer(
+    transactional_db: None, client: Any, user: Any, custom: Any, caplog: Any
+) -> None:
+    """An error of the fused query that is not a dropped connection (here its prepared
+    statement gone from the server behind psycopg's back, as behind a pooler in transaction
+    mode) is logged and the usual path answers: the same 200 and figure, not a 500."""
+    client.force_login(user)
+    path = reverse("timeline_data", args=[custom.slug])
+    first = client.get(path)
+    assert first.status_code == 200 and _served_fused(first)
+    # Straight through libpq: psycopg still believes its statement is prepared.
+    connection.connection.pgconn.exec_(b"DEALLOCATE ALL")
+    _evict_figure(first)
+    with caplog.at_level("WARNING", logger="timeline.access"):
+        second = client.get(path)
+    assert second.status_code == 200 and not _served_fused(second)
+    assert _json(second) == _json(first)
+    assert any("usual path" in r.getMessage() for r in caplog.records)
+    assert not connection.connection.broken  # the connection was kept
