@@ -188,7 +188,7 @@ def _session_user(request: HttpRequest, key: str, data: str) -> tuple[str, int, 
         decoded.get(SESSION_KEY),
         decoded.get(HASH_SESSION_KEY),
     )
-    if backend != _MODEL_BACKEND or backend not in settings.AUTHENTICATION_BACKENDS:
+    if backend != _MODEL_BACKEND:  # (listed in AUTHENTICATION_BACKENDS: incident_by_session)
         return None
     if not isinstance(auth_hash, str) or not auth_hash:
         return None

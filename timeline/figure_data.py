@@ -293,25 +293,25 @@ def _event_markers(
 
 
 def zoom_is_small(
-    incident: Incident,
-    version: str,
-    start: dt.datetime | None,
-    end: dt.datetime | None,
-    series: list[str],
+    layer: Overlay, start: dt.datetime | None, end: dt.datetime | None, series: list[str]
 ) -> bool:
     """Whether a zoom is surely quick to build: its events are the overlay's (no query), no
     remote series, and its panels hold fewer than ZOOM_SMALL_BELOW_ROWS samples in the window.
     (timeline.views.incidents.timeline_data neither asks Redis for such a zoom nor keeps it.)"""
-    layer = overlay(incident, version)
     if start is None or layer.events is None or layer.has_remotes:
         return False
-    names = set(picked_panels([n for n in series if n], sorted({s.name for s in layer.series})))
+    names = set(_panel_names(layer, series))
     rows = sum(selectors.estimated_rows(s, start, end) for s in layer.series if s.name in names)
     return rows < ZOOM_SMALL_BELOW_ROWS
 
 
 # ~1M samples take ~0.1 s to read and reduce: well below this, building beats keeping.
 ZOOM_SMALL_BELOW_ROWS = 500_000
+
+
+def _panel_names(layer: Overlay, asked: list[str]) -> list[str]:
+    """:func:`picked_panels` of the overlay's series for the ``series`` parameters asked."""
+    return picked_panels([n for n in asked if n], sorted({s.name for s in layer.series}))
 
 
 def picked_panels(asked: list[str], names: list[str]) -> list[str]:
@@ -379,12 +379,8 @@ def timeline_figure_data(
 
     titles = dict(selectors.DEFAULT_PANELS)
     order = {name: i for i, name in enumerate(titles)}
-    names_held = sorted({s.name for s in layer.series})
     # The usual panels first, in their usual order; any other picked series after them.
-    names = sorted(
-        picked_panels([n for n in series or [] if n], names_held),
-        key=lambda n: (order.get(n, len(order)), n),
-    )
+    names = sorted(_panel_names(layer, series or []), key=lambda n: (order.get(n, len(order)), n))
     wanted = set(names)
     points = selectors.series_downsampled(
         [s for s in layer.series if s.name in wanted], start, end, max_points=max_points
