@@ -89,9 +89,64 @@ def samples_read(
 # chunk rewritten by an ingest is a new key, never a stale hit.
 DECODED_CACHE_BYTES = 128 * 1024 * 1024
 _ChunkKey = tuple[int, dt.datetime, int, int, int, int]
-_decoded: OrderedDict[_ChunkKey, tuple[np.ndarray, np.ndarray]] = OrderedDict()
-_decoded_size = 0
-_decoded_lock = threading.Lock()
+
+
+class _HeldArrays:
+    """Arrays this process keeps for later reads, under keys that name one state of what they
+    hold (an entry is never stale); past ``budget`` bytes the least recently used are dropped.
+    Held arrays are read-only: every later read shares them. Thread-safe."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._items: OrderedDict[Any, tuple[np.ndarray, ...] | None] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def take(self, keys: Sequence[Any]) -> tuple[dict[Any, Any], list[Any]]:
+        """(the entries held under these keys, now the most recently used; the keys not held)."""
+        found, missing = {}, []
+        with self._lock:
+            for k in keys:
+                if k in self._items:
+                    self._items.move_to_end(k)
+                    found[k] = self._items[k]
+                else:
+                    missing.append(k)
+        return found, missing
+
+    def keep(self, entries: Mapping[Any, tuple[np.ndarray, ...] | None]) -> None:
+        """Hold these (None: "nothing there", held as such), then drop the least recently used
+        past the budget. Entries larger than the budget together are not held at all (the
+        caller keeps its own references for the read at hand)."""
+        size = sum(_nbytes(arrays) for arrays in entries.values())
+        if size > self.budget:
+            return
+        with self._lock:
+            for k, arrays in entries.items():
+                if k in self._items:
+                    continue
+                for a in arrays or ():
+                    a.flags.writeable = False
+                self._items[k] = arrays
+                self._size += _nbytes(arrays)
+            while self._size > self.budget and self._items:
+                _, old = self._items.popitem(last=False)
+                self._size -= _nbytes(old)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._size = 0
+
+
+def _nbytes(arrays: tuple[np.ndarray, ...] | None) -> int:
+    return sum(a.nbytes for a in arrays) if arrays else 0
+
+
+_decoded = _HeldArrays(DECODED_CACHE_BYTES)
 
 
 def _decoded_recently(
@@ -100,7 +155,6 @@ def _decoded_recently(
     """(series id, (times, values)) of each of the window's chunks in series and time order,
     decoded, through the recently decoded chunks: one small query for the chunks' identities,
     one for the bytes of those not decoded here yet."""
-    global _decoded_size
     params = [list(series_ids), start, end]
     keys: list[_ChunkKey] = [
         tuple(row)
@@ -112,8 +166,8 @@ def _decoded_recently(
             params,
         )
     ]
-    with _decoded_lock:
-        missing = [k for k in keys if k not in _decoded]
+    held, missing = _decoded.take(keys)
+    fresh = {}
     if missing:
         got = {
             (sid, bucket): (t, v)
@@ -127,7 +181,6 @@ def _decoded_recently(
         # A chunk removed between the two queries is left out; one rewritten in between is
         # decoded for this read only (its key is the old row's) and asked for again next time.
         missing = [k for k in missing if (k[0], k[1]) in got]
-        fresh = {}
         if missing:
             ts, values, counts = packing.decode_many(
                 [got[k[0], k[1]][0] for k in missing], [got[k[0], k[1]][1] for k in missing]
@@ -136,26 +189,12 @@ def _decoded_recently(
             # Copies: a view would keep its whole batch alive after being evicted.
             pieces = zip(np.split(ts, cut), np.split(values, cut), strict=True)
             fresh = {k: (t.copy(), v.copy()) for k, (t, v) in zip(missing, pieces, strict=True)}
-        with _decoded_lock:
-            for k, (t, v) in fresh.items():
-                if k not in _decoded:
-                    t.flags.writeable = v.flags.writeable = False  # shared by later reads
-                    _decoded[k] = (t, v)
-                    _decoded_size += t.nbytes + v.nbytes
-    else:
-        fresh = {}
-    with _decoded_lock:
-        parts = []
-        for k in keys:
-            part = _decoded.get(k) or fresh.get(k)
-            if part is None:
-                continue
-            if k in _decoded:
-                _decoded.move_to_end(k)
+            _decoded.keep(fresh)
+    parts = []
+    for k in keys:
+        part = held.get(k) or fresh.get(k)
+        if part is not None:
             parts.append((k[0], part))
-        while _decoded_size > DECODED_CACHE_BYTES and len(_decoded) > len(keys):
-            _, (t, v) = _decoded.popitem(last=False)
-            _decoded_size -= t.nbytes + v.nbytes
     return parts
 
 
@@ -263,9 +302,7 @@ ROLLUP_CACHE_BYTES = 64 * 1024 * 1024
 _RollupKey = tuple[int, int, float | None]
 # (bucket starts in ms, samples per bucket summed from the first: len + 1, point times, values)
 _Rollups = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-_rollups: OrderedDict[_RollupKey, _Rollups | None] = OrderedDict()
-_rollups_size = 0
-_rollups_lock = threading.Lock()
+_rollups = _HeldArrays(ROLLUP_CACHE_BYTES)
 
 
 def _rollups_whole(series_ids: Sequence[int]) -> dict[int, _Rollups]:
@@ -288,19 +325,13 @@ def _rollups_whole(series_ids: Sequence[int]) -> dict[int, _Rollups]:
         n_cum = np.zeros(len(ts) // 2 + 1, dtype=np.int64)
         np.cumsum(np.frombuffer(ns, dtype=">i4"), out=n_cum[1:])
         starts = packing.unix_ms(np.frombuffer(buckets, dtype=">i8"))
-        arrays = (np.ascontiguousarray(starts, dtype=np.int64), n_cum, ts, values)
-        for a in arrays:
-            a.flags.writeable = False  # shared by later reads
-        out[int(sid)] = arrays
+        out[int(sid)] = (np.ascontiguousarray(starts, dtype=np.int64), n_cum, ts, values)
     return out
 
 
 def rollups_forget() -> None:
     """Drop the rollups this process holds (after rollups rewritten in place)."""
-    global _rollups_size
-    with _rollups_lock:
-        _rollups.clear()
-        _rollups_size = 0
+    _rollups.clear()
 
 
 # Only series spanning up to this are held whole (~1 KB of arrays per hour): a 6 h zoom into a
@@ -312,7 +343,6 @@ def rollups_window(
     series: Sequence[Any], start: dt.datetime | None, end: dt.datetime | None
 ) -> dict[int, tuple[np.ndarray, np.ndarray, int]]:
     """rollups_read's answer for these Series rows, through the rollups this process holds."""
-    global _rollups_size
     held_whole = [
         s
         for s in series
@@ -326,29 +356,13 @@ def rollups_window(
         s.pk: (int(s.pk), int(s.sample_count or 0), s.last_ts.timestamp() if s.last_ts else None)
         for s in held_whole
     }
-    held: dict[int, _Rollups | None] = {}
-    missing = []
-    with _rollups_lock:
-        for pk, k in keys.items():
-            if k in _rollups:
-                _rollups.move_to_end(k)
-                held[pk] = _rollups[k]
-            else:
-                missing.append(pk)
+    found, missing = _rollups.take(list(keys.values()))
+    held: dict[int, _Rollups | None] = {pk: found[k] for pk, k in keys.items() if k in found}
     if missing:
-        got = _rollups_whole(missing)
-        fetched = {pk: got.get(pk) for pk in missing}  # None: no rollups (read raw)
-        held.update(fetched)
-        size = sum(sum(a.nbytes for a in arrays) for arrays in fetched.values() if arrays)
-        if size <= ROLLUP_CACHE_BYTES:  # else: for this read only
-            with _rollups_lock:
-                for pk, arrays in fetched.items():
-                    if keys[pk] not in _rollups:
-                        _rollups[keys[pk]] = arrays
-                        _rollups_size += sum(a.nbytes for a in arrays) if arrays else 0
-                while _rollups_size > ROLLUP_CACHE_BYTES and _rollups:
-                    _, old = _rollups.popitem(last=False)  # this read keeps its own in `held`
-                    _rollups_size -= sum(a.nbytes for a in old) if old else 0
+        got = _rollups_whole([k[0] for k in missing])
+        fetched = {k: got.get(k[0]) for k in missing}  # None: no rollups (read raw)
+        _rollups.keep(fetched)
+        held.update((k[0], arrays) for k, arrays in fetched.items())
     lo = start.timestamp() * 1000 if start else -np.inf
     hi = end.timestamp() * 1000 if end else np.inf
     for pk, arrays in held.items():
