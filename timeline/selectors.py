@@ -189,7 +189,6 @@ def _downsample_cache_key(
     return f"series_downsampled:v2:{digest}"
 
 
-RECENT_ABOVE_ROWS = 50_000
 # A series whose window holds more samples than this is drawn from its per-minute rollups.
 ROLLUP_ABOVE_ROWS = 20_000
 
@@ -215,13 +214,13 @@ def _downsample(
     shape survives); windows that fit read the samples themselves, at full detail."""
     big = [s for s in series if estimated_rows(s, start, end) > ROLLUP_ABOVE_ROWS]
     columns = reader.rollups_window(big, start, end)  # series without rollups are read raw
-    raw = [s.pk for s in series if s.pk not in columns]
-    # A big window goes through the process's recently decoded chunks (zooms reread the same
-    # hours); a small one is read in one query, cheaper than asking which chunks it holds.
-    recent = sum(estimated_rows(s, start, end) for s in series if s.pk in raw) > RECENT_ABOVE_ROWS
+    # The rest through the process's chunk indexes and recently decoded chunks: zooms and pans
+    # reread the same hours, and a window whose hours were read before costs no query.
     columns.update(
         (sid, (ts, values, len(ts)))
-        for sid, (ts, values) in reader.samples_read(raw, start, end, recent=recent).items()
+        for sid, (ts, values) in reader.samples_window(
+            [s for s in series if s.pk not in columns], start, end
+        ).items()
     )
     out = []
     for s in sorted(series, key=lambda s: s.pk):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from ingest import loaders
 from ingest.parsers.types import SampleBlock, SeriesKey
@@ -159,24 +160,67 @@ def test_the_binary_forms_need_no_database() -> None:
     }
 
 
-def test_recently_decoded_chunks_read_the_same_and_a_merge_is_never_stale(incident) -> None:
+@pytest.mark.parametrize("held", ["whole series", "chunks"])
+def test_held_samples_read_the_same_and_a_merge_is_never_stale(incident, monkeypatch, held) -> None:
+    """reader.samples_window (a small series held whole; a bigger one by its chunk index and
+    decoded chunks) answers what samples_read's query does, with no query once the window is
+    held; a load into the series (a new state) is read again, never served from what was
+    held."""
+    if held == "chunks":
+        monkeypatch.setattr(reader, "WHOLE_SERIES_SAMPLES", 0)
     ts = T0 + np.arange(0, 2 * HOUR, 1000, dtype=np.int64)
     values = np.sin(np.arange(len(ts)) / 30.0)
-    loaders.load_samples(incident, None, [_block(ts, values)])
-    (sid,) = Series.objects.filter(incident=incident).values_list("pk", flat=True)
-    window = (_aware(T0 + HOUR - 90_000), _aware(T0 + HOUR + 90_000))
-    plain = reader.samples_read([sid], *window)
-    for _ in range(2):  # decoded, then served from the process's recent chunks
-        got = reader.samples_read([sid], *window, recent=True)
-        assert got[sid][0].tolist() == plain[sid][0].tolist()
-        assert got[sid][1].tolist() == plain[sid][1].tolist()
-    # A second load merges a sample into the first hour: its chunk's bytes change, so the
-    # next read decodes it again instead of serving the old one.
+    # Two series read together (cut apart from one batch), the second sparser and shorter.
+    loaders.load_samples(
+        incident,
+        None,
+        [_block(ts, values), _block(ts[1::7][:700], values[1::7][:700] * 3, name="queued")],
+    )
+    series = list(Series.objects.filter(incident=incident).order_by("pk"))
+    ids = [s.pk for s in series]
+    windows = [
+        (_aware(T0 + HOUR - 90_000), _aware(T0 + HOUR + 90_000)),  # across the hour
+        (_aware(T0 + HOUR), _aware(T0 + HOUR)),  # one sample, on the hour's start
+        (_aware(T0 - 5 * HOUR), _aware(T0 - HOUR)),  # before any chunk
+        (None, _aware(T0 + 10_500)),
+        (_aware(T0 + 2 * HOUR - 1500), None),
+        (None, None),
+    ]
+
+    def same_as_the_query(window, repeat: int = 1) -> None:
+        plain = reader.samples_read(ids, *window)
+        for _ in range(repeat):
+            got = reader.samples_window(series, *window)
+            assert got.keys() == plain.keys(), window
+            for k in plain:
+                assert got[k][0].tolist() == plain[k][0].tolist(), window
+                assert got[k][1].tolist() == plain[k][1].tolist(), window
+
+    for window in windows:
+        same_as_the_query(window, repeat=2)  # decoded, then served from what the process holds
+    # Held: no statement at all, on Django's cursors or on the reader's own (binary_rows, the
+    # real one, watched).
+    statements: list[str] = []
+    real = reader.binary_rows
+    monkeypatch.setattr(
+        reader, "binary_rows", lambda sql, params: statements.append(sql) or real(sql, params)
+    )
+    with CaptureQueriesContext(connection) as queries:
+        reader.samples_window(series, *windows[0])
+    assert len(queries) == 0 and statements == [], statements
+    # A second load merges a sample into the first hour: its chunk's bytes change and the
+    # series' count with them, so the next read asks again and decodes that hour again
+    # instead of serving what it held.
     extra = T0 + HOUR - 500
     loaders.load_samples(incident, None, [_block([extra], [42.0])])
-    after = reader.samples_read([sid], *window, recent=True)
-    assert extra in after[sid][0].tolist()
-    assert after[sid][1][after[sid][0].tolist().index(extra)] == 42.0
+    for s in series:
+        s.refresh_from_db()
+    after = reader.samples_window(series, *windows[0])
+    assert extra in after[ids[0]][0].tolist()
+    assert after[ids[0]][1][after[ids[0]][0].tolist().index(extra)] == 42.0
+    assert statements  # read again
+    for window in windows:  # and the same as the query again, everywhere
+        same_as_the_query(window)
 
 
 def test_rollups_held_by_the_process_read_as_the_query_does_and_a_load_is_never_stale(

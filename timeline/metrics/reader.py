@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,21 @@ def _chunks(
     return [(int(sid), t, v) for sid, t, v in rows]
 
 
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_US = dt.timedelta(microseconds=1)
+_FAR = 1 << 62  # ms: beyond any time (an open end), and far from int64's limits
+
+
+def _window_ms(start: dt.datetime | None, end: dt.datetime | None) -> tuple[int, int]:
+    """The window as whole ms to search int64 times with: the first ms at or after ``start``
+    and the last at or before ``end`` (exact: from the datetimes' microseconds). A float bound
+    would make numpy convert the whole array to float64 to search or compare it: a copy of
+    each series on every read."""
+    lo = -(-((start.astimezone(dt.UTC) - _EPOCH) // _US) // 1000) if start else -_FAR
+    hi = ((end.astimezone(dt.UTC) - _EPOCH) // _US) // 1000 if end else _FAR
+    return lo, hi
+
+
 def binary_rows(sql: str, params: Sequence[object] | Mapping[str, object]) -> list[tuple[Any, ...]]:
     """Rows with their bytea columns sent as bytes, not hex text: half the time for a window's
     megabytes of chunks. On Django's connection (its transaction, if one is open), through a
@@ -46,26 +61,19 @@ def binary_rows(sql: str, params: Sequence[object] | Mapping[str, object]) -> li
 
 
 def samples_read(
-    series_ids: Sequence[int],
-    start: dt.datetime | None = None,
-    end: dt.datetime | None = None,
-    *,
-    recent: bool = False,
+    series_ids: Sequence[int], start: dt.datetime | None = None, end: dt.datetime | None = None
 ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Samples of these series within [start, end] (ms since the Unix epoch, values), in time
-    order; series without samples there are left out. ``recent``: keep the decoded chunks in
-    this process's :data:`DECODED_CACHE_BYTES` for the next window (the timeline's zooms)."""
+    order; series without samples there are left out. Read and decoded for this call only (the
+    analysis's full-resolution reads); the timeline's windows go through :func:`samples_window`."""
     if not series_ids:
         return {}
-    if recent:
-        return _window_of_parts(_decoded_recently(series_ids, start, end), start, end)
-    else:
-        rows = _chunks(series_ids, start, end)
-        if not rows:
-            return {}
-        # Every chunk decoded in one go (packing.decode_many), then cut per series.
-        all_ts, all_values, counts = packing.decode_many([r[1] for r in rows], [r[2] for r in rows])
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    rows = _chunks(series_ids, start, end)
+    if not rows:
+        return {}
+    # Every chunk decoded in one go (packing.decode_many), then cut per series.
+    all_ts, all_values, counts = packing.decode_many([r[1] for r in rows], [r[2] for r in rows])
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     firsts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
     ends = np.cumsum(counts)
     bounds = np.r_[0, ends[np.r_[firsts[1:] - 1, len(ids) - 1]]]
@@ -74,21 +82,48 @@ def samples_read(
         ts = all_ts[bounds[k] : bounds[k + 1]]
         values = all_values[bounds[k] : bounds[k + 1]]
         if start is not None or end is not None:
-            lo = ts.searchsorted(start.timestamp() * 1000, "left") if start else 0
-            hi = ts.searchsorted(end.timestamp() * 1000, "right") if end else len(ts)
-            ts, values = ts[lo:hi], values[lo:hi]
+            lo, hi = _window_ms(start, end)
+            a, b = ts.searchsorted(lo, "left"), ts.searchsorted(hi, "right")
+            ts, values = ts[a:b], values[a:b]
         if len(ts):
             out[int(ids[first])] = (ts, values)
+    return out
+
+
+def samples_window(
+    series: Sequence[Any], start: dt.datetime | None, end: dt.datetime | None
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """samples_read's answer for these Series rows, through what this process holds (the
+    timeline's zooms and pans reread the same series): a small series whole
+    (:func:`_series_whole`), sliced per window with no copy; a bigger one by its chunks, through
+    the chunks it has (:func:`_chunk_indexes`) and those decoded lately. A window read before
+    costs no query. The arrays are read-only (shared with later reads)."""
+    if not series:
+        return {}
+    small = [s for s in series if 0 < (s.sample_count or 0) <= WHOLE_SERIES_SAMPLES]
+    # Only when the read's small series fit in a half of the budget together: more would evict
+    # one another within the read, and each window would decode them whole again.
+    if sum(s.sample_count for s in small) * 16 > DECODED_CACHE_BYTES // 2:
+        small = []
+    held_whole = {s.pk for s in small}
+    out = _window_of_parts(
+        _decoded_window([s for s in series if s.pk not in held_whole], start, end), start, end
+    )
+    lo, hi = _window_ms(start, end)
+    for sid, (ts, values) in _series_whole(small).items():
+        a, b = int(ts.searchsorted(lo, "left")), int(ts.searchsorted(hi, "right"))
+        if b > a:
+            out[sid] = (ts[a:b], values[a:b])
     return out
 
 
 # Decoded chunks this process read lately: a zoom of the timeline reads the same hours of the
 # same series as the zooms before it, and fetching and decoding the bytes (zstd, unshuffle,
 # two scans) cost more than the rest of the window. Keyed by the row version that holds the
-# chunk (its series, hour, sample count, byte lengths and the transaction that wrote it), so a
-# chunk rewritten by an ingest is a new key, never a stale hit.
+# chunk (its series, hour in ms, sample count, byte lengths and the transaction that wrote
+# it), so a chunk rewritten by an ingest is a new key, never a stale hit.
 DECODED_CACHE_BYTES = 128 * 1024 * 1024
-_ChunkKey = tuple[int, dt.datetime, int, int, int, int]
+_ChunkKey = tuple[int, int, int, int, int, int]
 
 
 class _HeldArrays:
@@ -149,36 +184,85 @@ def _nbytes(arrays: tuple[np.ndarray, ...] | None) -> int:
 _decoded = _HeldArrays(DECODED_CACHE_BYTES)
 
 
-def _decoded_recently(
-    series_ids: Sequence[int], start: dt.datetime | None, end: dt.datetime | None
+# Which chunks each series has, as this process last read them: per chunk its hour (ms), sample
+# count, byte lengths and writing transaction, the rest of its _ChunkKey. Keyed by the series'
+# state (id, sample count, last time), as the rollups below and the whole-span cache of
+# timeline.selectors are: the writer changes a series' chunks only with its count, in the same
+# transaction. The state is the one the index's own query read (not the caller's), so an
+# index is never held under a state it does not belong to.
+INDEX_CACHE_BYTES = 16 * 1024 * 1024
+_IndexKey = tuple[int, int, float | None]
+_indexes = _HeldArrays(INDEX_CACHE_BYTES)
+
+
+def _int8_array(values: Iterable[int]) -> str:
+    """An int8[] parameter as its text literal: psycopg dumps a list element by element, ~25 us
+    for 16 datetimes or a few hundred ints, more than the query they go to."""
+    return "{" + ",".join(str(int(v)) for v in values) + "}"
+
+
+def _index_key(s: Any) -> _IndexKey:
+    return (int(s.pk), int(s.sample_count or 0), s.last_ts.timestamp() if s.last_ts else None)
+
+
+def _chunk_indexes(series: Sequence[Any]) -> dict[int, np.ndarray]:
+    """Per series id, its chunks as rows of (hour ms, n, ts bytes, vals bytes, xmin), in time
+    order: held, or read in one query for the series not held in their current state."""
+    keys = {int(s.pk): _index_key(s) for s in series}
+    found, missing = _indexes.take(list(keys.values()))
+    out = {k[0]: arrays[0] for k, arrays in found.items() if arrays is not None}
+    if missing:
+        rows = binary_rows(
+            "SELECT s.id, s.sample_count, s.last_ts, "
+            "(EXTRACT(EPOCH FROM c.bucket) * 1000)::int8, c.n, length(c.ts), length(c.vals), "
+            "c.xmin::text::int8 FROM timeline_series s "
+            "LEFT JOIN timeline_samplechunk c ON c.series_id = s.id "
+            "WHERE s.id = ANY(%s::int8[]) ORDER BY s.id, c.bucket",
+            [_int8_array(k[0] for k in missing)],
+        )
+        read: dict[_IndexKey, list[tuple[int, ...]]] = {}
+        for sid, count, last_ts, *chunk in rows:
+            key = (int(sid), int(count or 0), last_ts.timestamp() if last_ts else None)
+            chunks = read.setdefault(key, [])
+            if chunk[0] is not None:  # a series without chunks: one row of NULLs
+                chunks.append(tuple(chunk))
+        fresh = {
+            key: (np.array(chunks, dtype=np.int64).reshape(-1, 5),) for key, chunks in read.items()
+        }
+        _indexes.keep(fresh)
+        out.update((key[0], arrays[0]) for key, arrays in fresh.items())
+    return out
+
+
+def _decoded_window(
+    series: Sequence[Any], start: dt.datetime | None, end: dt.datetime | None
 ) -> list[tuple[int, tuple[np.ndarray, np.ndarray]]]:
     """(series id, (times, values)) of each of the window's chunks in series and time order,
-    decoded, through the recently decoded chunks: one small query for the chunks' identities,
-    one for the bytes of those not decoded here yet."""
-    params = [list(series_ids), start, end]
-    keys: list[_ChunkKey] = [
-        tuple(row)
-        for row in binary_rows(
-            "SELECT series_id, bucket, n, length(ts), length(vals), xmin::text::int8 "
-            "FROM timeline_samplechunk WHERE series_id = ANY(%s) "
-            "AND bucket > COALESCE(%s::timestamptz - interval '1 hour', '-infinity') "
-            "AND bucket <= COALESCE(%s::timestamptz, 'infinity') ORDER BY series_id, bucket",
-            params,
-        )
-    ]
+    decoded, through the held indexes and decoded chunks: one query for the bytes of the
+    chunks not decoded here yet, none when all are."""
+    # The chunks rollups_read's twin picks: an hour before the window's start to its end.
+    lo, hi = _window_ms(start, end)
+    if start:  # hours starting after (searched "right" of) the ms an hour before the start
+        lo = ((start.astimezone(dt.UTC) - _EPOCH) // _US) // 1000 - 3_600_000
+    keys: list[_ChunkKey] = []
+    for sid, index in sorted(_chunk_indexes(series).items()):
+        hours = index[:, 0]
+        a, b = int(hours.searchsorted(lo, "right")), int(hours.searchsorted(hi, "right"))
+        keys.extend((sid, *map(int, row)) for row in index[a:b])  # type: ignore[misc]
     held, missing = _decoded.take(keys)
     fresh = {}
     if missing:
         got = {
             (sid, bucket): (t, v)
             for sid, bucket, t, v in binary_rows(
-                "SELECT c.series_id, c.bucket, c.ts, c.vals FROM timeline_samplechunk c "
-                "JOIN unnest(%s::int8[], %s::timestamptz[]) w(sid, bucket) "
-                "ON c.series_id = w.sid AND c.bucket = w.bucket",
-                [[k[0] for k in missing], [k[1] for k in missing]],
+                "SELECT w.sid, w.ms, c.ts, c.vals "
+                "FROM unnest(%s::int8[], %s::int8[]) w(sid, ms) JOIN timeline_samplechunk c "
+                "ON c.series_id = w.sid "
+                "AND c.bucket = 'epoch'::timestamptz + w.ms * interval '1 ms'",
+                [_int8_array(k[0] for k in missing), _int8_array(k[1] for k in missing)],
             )
         }
-        # A chunk removed between the two queries is left out; one rewritten in between is
+        # A chunk removed since the index was read is left out; one rewritten since is
         # decoded for this read only (its key is the old row's) and asked for again next time.
         missing = [k for k in missing if (k[0], k[1]) in got]
         if missing:
@@ -198,6 +282,43 @@ def _decoded_recently(
     return parts
 
 
+# A series of up to this many samples (800 KB decoded; a day at a 2 s scrape) is held whole:
+# every window of it is a slice, and its first read decodes it at once (~25 us an hour of it).
+WHOLE_SERIES_SAMPLES = 50_000
+
+
+def _series_whole(series: Sequence[Any]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Each of these Series rows' samples, whole, in time order: held in :data:`_decoded`
+    under the series' state (as the chunk indexes are), or read in one query and decoded. A
+    state read since the caller's is held under the state read (never under an older one)."""
+    keys = {int(s.pk): _index_key(s) for s in series}
+    found, missing = _decoded.take(list(keys.values()))
+    out = {k[0]: arrays for k, arrays in found.items() if arrays is not None}
+    if missing:
+        rows = binary_rows(
+            "SELECT s.id, s.sample_count, s.last_ts, c.ts, c.vals FROM timeline_series s "
+            "JOIN timeline_samplechunk c ON c.series_id = s.id "
+            "WHERE s.id = ANY(%s::int8[]) ORDER BY s.id, c.bucket",
+            [_int8_array(k[0] for k in missing)],
+        )
+        if rows:
+            ts, values, counts = packing.decode_many([r[3] for r in rows], [r[4] for r in rows])
+            ends = np.cumsum(counts)
+            fresh: dict[Any, tuple[np.ndarray, ...] | None] = {}
+            first = 0
+            for k, row in enumerate(rows):
+                if k + 1 < len(rows) and rows[k + 1][0] == row[0]:
+                    continue  # the series goes on in the next row
+                at = int(ends[first - 1]) if first else 0
+                key = (int(row[0]), int(row[1] or 0), row[2].timestamp() if row[2] else None)
+                # Copies: a view would keep the whole batch alive after being evicted.
+                fresh[key] = (ts[at : ends[k]].copy(), values[at : ends[k]].copy())
+                first = k + 1
+            _decoded.keep(fresh)
+            out.update((key[0], arrays) for key, arrays in fresh.items() if arrays is not None)
+    return out
+
+
 def _window_of_parts(
     parts: list[tuple[int, tuple[np.ndarray, np.ndarray]]],
     start: dt.datetime | None,
@@ -205,12 +326,10 @@ def _window_of_parts(
 ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Each series' decoded chunks (in time order) cut to the window and joined: only what the
     window holds is copied."""
-    lo = start.timestamp() * 1000 if start else None
-    hi = end.timestamp() * 1000 if end else None
+    lo, hi = _window_ms(start, end)
     by_series: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
     for sid, (ts, values) in parts:
-        a = int(ts.searchsorted(lo, "left")) if lo is not None else 0
-        b = int(ts.searchsorted(hi, "right")) if hi is not None else len(ts)
+        a, b = int(ts.searchsorted(lo, "left")), int(ts.searchsorted(hi, "right"))
         if b > a:
             by_series.setdefault(sid, []).append((ts[a:b], values[a:b]))
     return {
@@ -283,8 +402,7 @@ def rollups_read(
     for sid, t_min, v_min, t_max, v_max, n in rows:
         ts, values = _min_max_points(t_min, v_min, t_max, v_max)
         if start is not None or end is not None:  # the edge buckets reach past the window
-            lo = start.timestamp() * 1000 if start else -np.inf
-            hi = end.timestamp() * 1000 if end else np.inf
+            lo, hi = _window_ms(start, end)
             keep = (ts >= lo) & (ts <= hi)
             ts, values = ts[keep], values[keep]
         out[int(sid)] = (ts, values, int(n))
@@ -363,8 +481,7 @@ def rollups_window(
         fetched = {k: got.get(k[0]) for k in missing}  # None: no rollups (read raw)
         _rollups.keep(fetched)
         held.update((k[0], arrays) for k, arrays in fetched.items())
-    lo = start.timestamp() * 1000 if start else -np.inf
-    hi = end.timestamp() * 1000 if end else np.inf
+    lo, hi = _window_ms(start, end)
     for pk, arrays in held.items():
         if arrays is None:
             continue
