@@ -214,6 +214,7 @@ def _downsample(
     shape survives); windows that fit read the samples themselves, at full detail."""
     big = [s for s in series if estimated_rows(s, start, end) > ROLLUP_ABOVE_ROWS]
     columns = reader.rollups_window(big, start, end)  # series without rollups are read raw
+    rolled = set(columns)
     # The rest through the process's chunk indexes and recently decoded chunks: zooms and pans
     # reread the same hours, and a window whose hours were read before costs no query.
     columns.update(
@@ -227,7 +228,9 @@ def _downsample(
         if s.pk not in columns:
             continue
         ts, values, total = columns[s.pk]
-        if ts.size > 1 and not (ts[1:] >= ts[:-1]).all():
+        # Samples come in time order (chunks are stored sorted, hour after hour); rollups'
+        # minima and maxima are checked (reader.rollups_read).
+        if s.pk in rolled and ts.size > 1 and not (ts[1:] >= ts[:-1]).all():
             order = np.argsort(ts, kind="stable")
             ts, values = ts[order], values[order]
         if len(ts) > max_points:
@@ -237,6 +240,8 @@ def _downsample(
                 else np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
             )
             idx = minmax_lttb(np.ascontiguousarray(ts, dtype=np.int64), finite, max_points)
+            # (Indices as intp: numpy indexes with tsdownsample's uint64 ones at half the speed.)
+            idx = idx.astype(np.intp, copy=False)
             ts, values = ts[idx], values[idx]
         out.append((s.pk, np.ascontiguousarray(ts), np.ascontiguousarray(values), total))
     return out

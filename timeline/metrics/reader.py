@@ -240,7 +240,7 @@ def _decoded_window(
     """(series id, (times, values)) of each of the window's chunks in series and time order,
     decoded, through the held indexes and decoded chunks: one query for the bytes of the
     chunks not decoded here yet, none when all are."""
-    # The chunks rollups_read's twin picks: an hour before the window's start to its end.
+    # The chunks _chunks's query picks: from an hour before the window's start to its end.
     lo, hi = _window_ms(start, end)
     if start:  # hours starting after (searched "right" of) the ms an hour before the start
         lo = ((start.astimezone(dt.UTC) - _EPOCH) // _US) // 1000 - 3_600_000
@@ -325,7 +325,7 @@ def _window_of_parts(
     end: dt.datetime | None,
 ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Each series' decoded chunks (in time order) cut to the window and joined: only what the
-    window holds is copied."""
+    window holds is copied, and nothing when it lies in one chunk (a view of it)."""
     lo, hi = _window_ms(start, end)
     by_series: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
     for sid, (ts, values) in parts:
@@ -333,10 +333,9 @@ def _window_of_parts(
         if b > a:
             by_series.setdefault(sid, []).append((ts[a:b], values[a:b]))
     return {
-        sid: (
-            np.concatenate([t for t, _ in pieces]),
-            np.concatenate([v for _, v in pieces]),
-        )
+        sid: pieces[0]
+        if len(pieces) == 1
+        else (np.concatenate([t for t, _ in pieces]), np.concatenate([v for _, v in pieces]))
         for sid, pieces in by_series.items()
     }
 
