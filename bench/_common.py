@@ -323,7 +323,7 @@ def clear_cache() -> None:
     import redis
     from django.conf import settings
 
-    client = redis.Redis.from_url(settings.REDIS_URL)
+    client = redis.Redis.from_url(settings.REDIS_CLIENT_URL)
     from timeline.cachekeys import database_epoch
 
     prefix = f"{settings.CACHES['default']['KEY_PREFIX']}:{database_epoch()}"

@@ -111,6 +111,16 @@ def test_csrf_is_enforced_on_posts(user, team) -> None:
     assert response.status_code == 403
 
 
+def test_a_unix_socket_url_is_spelled_for_each_redis_client() -> None:
+    from timeline.env import redis_broker_url, redis_client_url
+
+    assert redis_client_url("redis+socket:///d/redis.sock") == "unix:///d/redis.sock"
+    assert redis_client_url("socket:///d/redis.sock") == "unix:///d/redis.sock"
+    assert redis_broker_url("unix:///d/redis.sock?db=2") == "redis+socket:///d/redis.sock?db=2"
+    for url in ("redis://127.0.0.1:6379/0", "rediss://h:6380/1"):
+        assert redis_client_url(url) == url and redis_broker_url(url) == url
+
+
 def test_embedded_postgres_and_redis_when_urls_are_unset(tmp_path: Path) -> None:
     """With no DATABASE_URL / REDIS_URL the app starts its own servers under its data dir."""
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
@@ -125,8 +135,12 @@ def test_embedded_postgres_and_redis_when_urls_are_unset(tmp_path: Path) -> None
         "import redis; from kombu import Connection; "
         "c = Connection(settings.CELERY_BROKER_URL); c.connect(); "
         "q = c.SimpleQueue('probe'); q.put({'ok': 1}); m = q.get(timeout=5); m.ack(); "
+        # The cache on the same server: redis-py spells the socket unix://, kombu redis+socket://.
+        "from django.core.cache import cache; cache.set('probe', 7); "
+        "from timeline import shared_cache; shared_cache.put('probe', b'held', 60); "
         "print('DB', connection.settings_dict['HOST'], Team.objects.count(), "
-        "'BROKER', settings.CELERY_BROKER_URL, m.payload)"
+        "'BROKER', settings.CELERY_BROKER_URL, m.payload, "
+        "'CACHE', cache.get('probe'), shared_cache.get('probe'))"
     )
     try:
         out = subprocess.run(
@@ -141,6 +155,7 @@ def test_embedded_postgres_and_redis_when_urls_are_unset(tmp_path: Path) -> None
         assert f"DB {tmp_path}" in out.stdout
         assert " 1 BROKER redis+socket://" in out.stdout
         assert "{'ok': 1}" in out.stdout
+        assert "CACHE 7 b'held'" in out.stdout
     finally:
         pid_file = tmp_path / "data" / "redis" / "redis.pid"
         if pid_file.exists():

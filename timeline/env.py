@@ -44,6 +44,24 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def redis_client_url(url: str) -> str:
+    """``url`` as redis-py (the cache) takes it. Celery's broker (kombu) names a Unix socket
+    ``redis+socket://PATH`` (the embedded Redis's URL) or ``socket://PATH``; redis-py refuses
+    both and wants ``unix://PATH``."""
+    for scheme in ("redis+socket://", "socket://"):
+        if url.startswith(scheme):
+            return "unix://" + url.removeprefix(scheme)
+    return url
+
+
+def redis_broker_url(url: str) -> str:
+    """``url`` as Celery's broker (kombu) takes it: kombu knows no ``unix://`` scheme and names
+    a Unix socket ``redis+socket://PATH``."""
+    if url.startswith("unix://"):
+        return "redis+socket://" + url.removeprefix("unix://")
+    return url
+
+
 def database_from_url(url: str) -> dict[str, object]:
     """Django DATABASES entry from a postgres:// URL (host may be a socket dir in ?host=)."""
     parts = urlsplit(url)

@@ -20,6 +20,8 @@ from timeline.env import (
     env_list,
     env_str,
     is_local_database,
+    redis_broker_url,
+    redis_client_url,
 )
 
 # Generic classes such as admin.ModelAdmin[Model] are subscriptable at run time too.
@@ -107,9 +109,12 @@ DATABASES = {"default": database_from_url(DATABASE_URL)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL") or embedded.redis_url()
+# The same server as redis-py (the cache, timeline.shared_cache) and as kombu (the broker) name
+# it: they spell a Unix socket differently (unix:// and redis+socket://).
+REDIS_CLIENT_URL = redis_client_url(REDIS_URL)
 
 # Celery: configured here under the CELERY_ namespace (timeline/celery.py loads it).
-CELERY_BROKER_URL = REDIS_URL
+CELERY_BROKER_URL = redis_broker_url(REDIS_URL)
 # One cache for every web and worker process (the built timeline figures, their overlays and
 # downsampled windows): a per-process cache would build each figure once per gunicorn worker.
 # Sessions stay in the database alone, so pages work while Redis is down (every cache read is
@@ -118,7 +123,7 @@ CELERY_BROKER_URL = REDIS_URL
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": REDIS_URL,
+        "LOCATION": REDIS_CLIENT_URL,
         "KEY_PREFIX": "timeline",
         "KEY_FUNCTION": "timeline.cachekeys.make_key",
         "TIMEOUT": 600,

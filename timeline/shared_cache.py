@@ -21,7 +21,7 @@ from timeline.cachekeys import database_epoch
 
 @functools.cache
 def _client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
+    return redis.Redis.from_url(settings.REDIS_CLIENT_URL, socket_timeout=5)
 
 
 def _key(key: str) -> str:
