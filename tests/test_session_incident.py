@@ -91,7 +91,7 @@ def _evict_figure(response: Any) -> None:
     the next request builds it again instead of reading the bytes this one wrote."""
     key = "timeline-json:v1:" + response["ETag"].removeprefix("W/").strip('"')
     assert shared_cache.get(key) is not None  # the key is the one the view stored
-    shared_cache._client().delete(shared_cache._key(key))
+    shared_cache.drop(key)
     assert shared_cache.get(key) is None
 
 

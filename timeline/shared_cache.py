@@ -46,6 +46,14 @@ def put(key: str, value: bytes, seconds: int) -> None:
         return
 
 
+def drop(key: str) -> None:
+    """Forget what is stored under ``key`` (nothing when Redis does not answer)."""
+    try:
+        _client().delete(_key(key))
+    except redis.RedisError:
+        return
+
+
 def claim(key: str, seconds: int) -> bool:
     """True for the one caller that may build what goes under ``key`` (for ``seconds`` at
     most); the others wait for it (:func:`wait_for`) instead of building it again. True when
