@@ -52,10 +52,14 @@ _ARGS_SHOWN = 400  # fields listed in an event's body (a ServerArgs line has ~35
 _OOM_RE = re.compile(
     r"OutOfMemoryError|(?:CUDA|HIP) out of memory|CUDA error: out of memory|Not enough memory"
 )
-_WATCHDOG_RE = re.compile(r"[Ww]atchdog timeout")
+# SGLang's own watchdog, and NCCL's (torch's ProcessGroupNCCL) on a collective that hung.
+_WATCHDOG_RE = re.compile(r"[Ww]atchdog timeout|[Ww]atchdog caught collective operation timeout")
+# A process that died: SGLang's words for it, and what the interpreter, the C++ runtime and
+# torch's NCCL watchdog print on their way down, outside SGLang's logger.
 _CRASH_RE = re.compile(
     r"hit an exception|Received sigquit|SIGQUIT received|Exception in ModelTpServer"
-    r"|Traceback \(most recent call last\)"
+    r"|Traceback \(most recent call last\)|Fatal Python error|Segmentation fault"
+    r"|terminate called after throwing|Caught signal \d+|watchdog thread terminated with exception"
 )
 # Errors of one request, not of the server: a traceback under these is no crash.
 _REQUEST_ERROR_RE = re.compile(r"Exception in ASGI application|Error in request|Abort request")

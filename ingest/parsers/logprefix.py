@@ -12,6 +12,12 @@ shipper kept of it, one entry per line, each with the shipper's prefix:
 * Ray actors' output, relayed by the Ray driver: ``(WorkerDict pid=29239) [...] ...`` (also
   ``(Name pid=N, ip=10.0.0.1)``, and coloured with terminal escapes);
 * a bracketed UTC time: ``[2025-11-06T02:10:00.703Z] [2025-11-06 02:10:00] ...``;
+* a bracketed local time before the server's own (a wrapper such as moreutils' ``ts`` or a
+  process manager stamping each line): ``[2025-03-11 16:16:58] [2025-03-11 01:16:58 TP0] ...``;
+  in a log where lines carry both, a line with the wrapper's alone (a traceback's) loses it too;
+* a program relaying the output through Python's logging:
+  ``2025-03-08 02:04:48,693 - __main__ - INFO - [2025-03-08 02:04:48 TP0] ...``;
+* a Markdown quote, as a log pasted in an issue: ``> [2025-02-18 06:32:23 DP7 TP7] ...``;
 * ``kubectl logs --timestamps`` and ``docker logs -t``:
   ``2026-06-15T14:10:59.392125190Z [...] ...`` (RFC 3339 with nanoseconds), and
   ``kubectl logs --prefix``: ``[pod/name/container] ...``.
@@ -49,7 +55,23 @@ _SHIPPERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("kubectl --prefix", re.compile(r"\[pod/[^\]\s]+\] ")),
+    # A program that relays the server's output through Python's logging, default format
+    # "%(asctime)s - %(name)s - %(levelname)s - %(message)s" (its local time, no zone).
+    (
+        "Python logging relay",
+        re.compile(
+            r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3} - [\w.<>-]+ - "
+            r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
+        ),
+    ),
+    # A log pasted into a Markdown quote (an issue or a chat): "> " before every line.
+    ("Markdown quote", re.compile(r">(?: |$)")),
 )
+# A bracketed time with no zone and no rank tags, as a wrapper stamps it; before the server's
+# own bracketed time it is the wrapper's (SGLang writes one bracket per line).
+_LOCAL_STAMP = r"\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[,.]\d{1,9})?\] "
+_WRAPPER_STAMP = re.compile(_LOCAL_STAMP)
+_DOUBLE_STAMP = re.compile(_LOCAL_STAMP + r"(?=\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})")
 _FRACTION = re.compile(r"\.(\d+)")
 _ANSI = re.compile(r"(?:\x1b\[[0-9;]*m)+")  # terminal colours before a prefix
 
@@ -97,8 +119,12 @@ def unwrap(lines: Sequence[str], file: str = "", *, strict: bool = True) -> list
     out: list[str] = []
     times: list[tuple[dt.datetime, int]] = []
     shipper = ""
+    wrapped = any(_DOUBLE_STAMP.match(strip_line(line)[0]) for line in lines[:200])
     for lineno, line in enumerate(lines, 1):
         bare, name, when = strip_line(line)
+        if wrapped and (stamp := _WRAPPER_STAMP.match(bare)) is not None:
+            bare = bare[stamp.end() :]
+            name = name or "bracketed local time"
         out.append(bare)
         shipper = shipper or name
         if when is not None:

@@ -27,9 +27,10 @@ class ServerArgsError(ValueError):
     """The text is not a ``ServerArgs(name=value, ...)`` repr; ``column`` is 1-based within the
     text given (the caller turns it into a file:line error)."""
 
-    def __init__(self, column: int, message: str) -> None:
+    def __init__(self, column: int, message: str, *, unclosed: bool = False) -> None:
         self.column = column
         self.message = message
+        self.unclosed = unclosed  # the text ended inside the call: more text may close it
         super().__init__(f"column {column}: {message}")
 
 
@@ -98,7 +99,9 @@ def _split_call(text: str, begin: int) -> list[tuple[int, str]]:
             end = _STRING_END[char].match(text, pos)
             if end is None:
                 raise ServerArgsError(
-                    i + 1, f"a string opened with {char} is not closed (the line may have been cut)"
+                    i + 1,
+                    f"a string opened with {char} is not closed (the line may have been cut)",
+                    unclosed=True,
                 )
             pos = end.end()
         elif char in "([{":
@@ -117,7 +120,11 @@ def _split_call(text: str, begin: int) -> list[tuple[int, str]]:
             piece_start = i + 1
     if stack:
         opener, where = stack[-1]
-        raise ServerArgsError(where + 1, f"{opener!r} is not closed (the line may have been cut)")
+        raise ServerArgsError(
+            where + 1, f"{opener!r} is not closed (the line may have been cut)", unclosed=True
+        )
     raise ServerArgsError(
-        len(text) + 1, "ServerArgs( is not closed: expected ')' (the line may have been cut)"
+        len(text) + 1,
+        "ServerArgs( is not closed: expected ')' (the line may have been cut)",
+        unclosed=True,
     )

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections import deque
 from dataclasses import dataclass, field
 
 from evidence.vocabulary import EventKind, Lane
@@ -49,10 +50,12 @@ _PREFIX_RE = re.compile(
 _RANK_RE = re.compile(r"(TP|DP|PP|EP)\d+")
 _LEVEL_RE = re.compile(r"\b(?:ERROR|CRITICAL)\b")
 _TRACEBACK = "Traceback (most recent call last):"
-# A string literal (skipped whole) or a top-level rid= with its quoted value.
+# A string literal (skipped whole) or a top-level rid= with its quoted value, or the "[" of a
+# list of them (a batched request: ``EmbeddingReqInput(rid=['a', 'b'])``).
 _RID_SCAN_RE = re.compile(
-    r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|(?<![\w.])rid=(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")"""
+    r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|(?<![\w.])rid=(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)"|(\[))"""
 )
+_RID_ITEM_RE = re.compile(r"""\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")\s*([,\]])""")
 
 _SOURCE_LABEL = ("source", "server_log")
 # Prefill lines are a series of their own: in the same second as a decode line they would
@@ -72,16 +75,39 @@ _BATCH_FIELDS = {
 }
 _DECODE_ONLY = frozenset({"sglang:gen_throughput"})
 # A line that starts a crash record even without an ERROR level.
+# SGLang's own report of a failure it caught, at INFO level: "Prefill transfer failed for
+# request ... with exception KVTransferError(...): Decode instance could be dead".
+_CAUGHT_RE = re.compile(r"\bwith exception (?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b")
 _CRASH_RE = re.compile(
     r"Scheduler hit an exception|Received sigquit|SIGQUIT received|[Ww]atchdog timeout"
+    r"|[Ww]atchdog caught collective operation timeout|Fatal Python error"
+)
+# An untimestamped line that starts a crash record: what the interpreter, the C++ runtime and
+# torch's NCCL watchdog (``[rank6]:[E207 01:29:36.61 ProcessGroupNCCL.cpp:616] ...``) print on
+# their way down, outside SGLang's logger; anywhere in the line (a progress bar's redraws
+# often come first).
+_UNLOGGED_CRASH_RE = re.compile(
+    r"(?:\[rank\d+\]:)?(?:\[[EF]\d{3,4} [^\]]*\] .*(?:[Ww]atchdog|terminated with exception)"
+    r"|Fatal Python error:|terminate called after throwing|Caught signal \d+)"
 )
 # The exception line that ends a traceback: "RuntimeError: CUDA error: ...",
-# "torch.OutOfMemoryError: CUDA out of memory.", "KeyboardInterrupt".
+# "torch.OutOfMemoryError: CUDA out of memory.", "KeyboardInterrupt", "Exception: ...".
 _EXCEPTION_LINE_RE = re.compile(
-    r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure)\b(?::.*)?"
+    r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Fault|Failure)\b(?::.*)?"
 )
+# After a traceback's frames, the first unindented line is its exception whatever the class is
+# called ("triton.runtime.errors.OutOfResources: ...", "...BackendCompilerFailed: ...").
+_RAISED_LINE_RE = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::.*)?")
+_FRAME = "  File "
 _TITLE_MAX = 120
 _BODY_MAX_LINES = 200
+_BODY_TAIL_LINES = 30
+# Timestamped lines of other processes a traceback's frames may be interrupted by and go on.
+_INTERLEAVED_MAX = 20
+# A ServerArgs line hard-wrapped by a paste or a terminal (every N characters, mid-word) goes on
+# over the untimestamped lines after it, joined as they are; this many at most (a ~20 KB line at
+# 80 columns is 250 lines).
+_ARGS_MAX_LINES = 400
 
 
 @dataclass
@@ -99,15 +125,53 @@ class _Error:
     title: str
     lines: list[str] = field(default_factory=list)
     context: str = ""  # the timestamped line before a traceback that has no time of its own
+    # Past _BODY_MAX_LINES: how many lines were left out, and the last of them (a traceback's
+    # exception comes last, and names the error).
+    omitted: int = 0
+    tail: deque[str] = field(default_factory=lambda: deque(maxlen=_BODY_TAIL_LINES))
+    framing: bool = False  # inside a traceback, before its exception line
+
+    def __post_init__(self) -> None:
+        self.framing = any(_TRACEBACK in raw for raw in self.lines)
+
+    def add(self, raw: str) -> None:
+        if raw.startswith(_FRAME) or _TRACEBACK in raw:
+            self.framing = True
+        elif self.framing and raw[:1].strip() and _RAISED_LINE_RE.fullmatch(raw.rstrip()):
+            self.framing = False  # the exception that ends the traceback
+        if len(self.lines) < _BODY_MAX_LINES:
+            self.lines.append(raw)
+        else:
+            self.omitted += 1
+            self.tail.append(raw)
+
+    def body_lines(self) -> list[str]:
+        if not self.omitted:
+            return self.lines
+        left_out = self.omitted - len(self.tail)
+        gap = [f"... {left_out} lines left out ..."] if left_out else []
+        return [*self.lines, *gap, *self.tail]
+
+    def in_frames(self) -> bool:
+        """Whether the traceback is still going on (its exception not yet seen): lines from
+        other processes may come between its frames (an interleaved log)."""
+        return self.framing
 
     def headline(self) -> str:
         """The title: the exception line that ended the traceback (the last one, after any
         "During handling..." chain), after the words that announced it; else the first line."""
         exception = ""
-        for raw in self.lines[1:]:
+        after_frames = False
+        for raw in [*self.lines[1:], *self.tail]:
             text = raw.rstrip()
-            if text and not text[0].isspace() and _EXCEPTION_LINE_RE.fullmatch(text):
-                exception = text
+            if text.startswith(_FRAME):
+                after_frames = True
+            elif text and not text[0].isspace():
+                if _EXCEPTION_LINE_RE.fullmatch(text) or (
+                    after_frames and _RAISED_LINE_RE.fullmatch(text)
+                ):
+                    exception = text
+                after_frames = False
         if not exception:
             return self.title
         context = self.title.split(_TRACEBACK, 1)[0].strip()
@@ -147,16 +211,26 @@ def _payload_scan(text: str, quote: str, depth: int) -> tuple[str, int]:
     return quote, depth
 
 
-def _request_rid(message: str) -> str | None:
-    """The request id of a Receive/Finish message, or None."""
+def _request_rids(message: str) -> list[str]:
+    """The request ids of a Receive/Finish message: one, several for a batched request (those
+    of its list read so far, when a multi-line payload cuts it), or none."""
     start = message.find("ReqInput(")
     if start == -1:
-        return None
+        return []
     for match in _RID_SCAN_RE.finditer(message, start + len("ReqInput(")):
         rid = match.group(1) if match.group(1) is not None else match.group(2)
         if rid is not None:
-            return rid
-    return None
+            return [rid]
+        if match.group(3):
+            rids: list[str] = []
+            pos = match.end()
+            while (item := _RID_ITEM_RE.match(message, pos)) is not None:
+                rids.append(item.group(1) if item.group(1) is not None else item.group(2))
+                pos = item.end()
+                if item.group(3) == "]":
+                    break
+            return rids
+    return []
 
 
 class _LogParser:
@@ -174,11 +248,21 @@ class _LogParser:
         self.in_payload = False
         self.payload_state: tuple[str, int] = ("", 0)
         self.error: _Error | None = None
+        # The error whose traceback frames a timestamped line interrupted (see continuation).
+        self.open_traceback: _Error | None = None
+        self.interrupting = 0  # timestamped lines since it was interrupted
         self.current: dt.datetime | None = None  # time of the latest timestamped line
         self.message = ""  # the message of the latest timestamped line
         self.batch_seen: set[tuple[tuple[tuple[str, str], ...], int]] = set()
         self.batch_overwritten = 0  # batch lines replaced by a later one in the same second
+        self.unplaced_batches: list[int] = []  # batch lines without a readable [time]
         self.life = lifecycle.Lifecycle()
+        # A ServerArgs line not closed on its line: (text so far, where ServerArgs( starts, its
+        # time, its line number, lines joined, why it did not read), until the untimestamped
+        # lines after it close it.
+        self.wrapped_args: (
+            tuple[str, int, dt.datetime | None, int, int, serverargs.ServerArgsError] | None
+        ) = None
 
     def when(self, match: re.Match[str], lineno: int) -> dt.datetime:
         stamp = match.group(0)[1:20]
@@ -196,6 +280,7 @@ class _LogParser:
         if match is None:
             self.continuation(raw, lineno)
             return
+        self.unwrapped_args_end()
         at = self.when(match, lineno)
         if self.first is None or at < self.first:
             self.first = at
@@ -203,6 +288,13 @@ class _LogParser:
             self.last = at
         self.current = at
         message = self.message = raw[match.end() :]
+        if self.error is not None:
+            self.open_traceback = self.error if self.error.in_frames() else None
+            self.interrupting = 0
+        elif self.open_traceback is not None:
+            self.interrupting += 1
+            if self.interrupting > _INTERLEAVED_MAX:
+                self.open_traceback = None
         self.error = None
         self.in_payload = False
         if message.startswith(("Prefill batch", "Decode batch")):
@@ -213,22 +305,50 @@ class _LogParser:
             self.server_args(message, args_at, at, lineno)
         else:
             self.life.message(at, lineno, message)
-            if _LEVEL_RE.search(message) or _TRACEBACK in message or _CRASH_RE.search(message):
+            if (
+                _LEVEL_RE.search(message)
+                or _TRACEBACK in message
+                or _CRASH_RE.search(message)
+                or _CAUGHT_RE.search(message)
+            ):
                 self.error = _Error(lineno, at, message.strip()[:_TITLE_MAX], [raw])
                 self.errors.append(self.error)
         self.life.seen(at)
 
-    def server_args(self, message: str, args_at: int, at: dt.datetime | None, lineno: int) -> None:
+    def server_args(
+        self, message: str, args_at: int, at: dt.datetime | None, lineno: int, joined: int = 0
+    ) -> None:
         try:
             fields = serverargs.read(message, args_at)
         except serverargs.ServerArgsError as exc:
-            raise ParseError(
-                self.file,
-                lineno,
-                f"server_args=ServerArgs(...), at character {args_at + exc.column} of the "
-                f"message: {exc.message}",
-            ) from None
+            if exc.unclosed and joined < _ARGS_MAX_LINES:
+                # Perhaps wrapped: the lines after it may close it (unwrapped_args_end).
+                self.wrapped_args = (message, args_at, at, lineno, joined, exc)
+                return
+            raise self.args_parse_error(lineno, args_at, exc) from None
+        if joined:
+            self.warnings.append(
+                f"{self.file}:{lineno}: server_args=ServerArgs(...) went on over the next "
+                f"{joined} lines (a wrapped paste); read as one line"
+            )
         self.life.server_args(at, lineno, fields)
+
+    def args_parse_error(
+        self, lineno: int, args_at: int, exc: serverargs.ServerArgsError
+    ) -> ParseError:
+        return ParseError(
+            self.file,
+            lineno,
+            f"server_args=ServerArgs(...), at character {args_at + exc.column} of the "
+            f"message: {exc.message}",
+        )
+
+    def unwrapped_args_end(self) -> None:
+        """A timestamped line (or the end of the file) after a ServerArgs that never closed:
+        the line was cut, not wrapped; the file is refused as before, at that line."""
+        if self.wrapped_args is not None:
+            _, args_at, _, lineno, _, exc = self.wrapped_args
+            raise self.args_parse_error(lineno, args_at, exc)
 
     def request_line(self, message: str, at: dt.datetime, lineno: int) -> None:
         self.payload_state = _payload_scan(message, "", 0)
@@ -239,6 +359,11 @@ class _LogParser:
             self.finish(message, at, lineno)
 
     def continuation(self, raw: str, lineno: int) -> None:
+        if self.wrapped_args is not None:
+            text, args_at, at, first, joined, _ = self.wrapped_args
+            self.wrapped_args = None
+            self.server_args(text + raw, args_at, at, first, joined + 1)
+            return
         if self.in_payload:
             # a multi-line prompt or output: payload, never read; it ends where its string
             # literals and brackets close
@@ -252,18 +377,31 @@ class _LogParser:
             return
         self.life.message(self.current, lineno, raw)
         if self.error is not None:
-            if len(self.error.lines) < _BODY_MAX_LINES:
-                self.error.lines.append(raw)
+            self.error.add(raw)
+            return
+        if self.open_traceback is not None and (
+            raw.startswith((_FRAME, "    ")) or _RAISED_LINE_RE.fullmatch(raw.rstrip())
+        ):
+            # A traceback whose frames another process's lines interrupted: it goes on.
+            self.error = self.open_traceback
+            self.error.add(raw)
+            return
+        if "Decode batch" in raw or "Prefill batch" in raw:
+            # a batch line whose [time] prefix was damaged (a paste that lost its "["): no time
+            # to place it at; counted, never dropped without a word
+            self.unplaced_batches.append(lineno)
             return
         if raw.startswith(("Receive:", "Finish:")) and self.current is not None:
             # a request line that lost its [time] (a shipper split it off): the time of the
             # line before
             self.request_line(raw, self.current, lineno)
             return
-        if raw.startswith(_TRACEBACK) or raw.startswith(("ERROR:", "CRITICAL:")):
+        crash = _UNLOGGED_CRASH_RE.search(raw)
+        if raw.startswith(_TRACEBACK) or raw.startswith(("ERROR:", "CRITICAL:")) or crash:
             # before any timestamped line the error takes the first timestamp (see result)
+            title = raw[crash.start() :] if crash is not None else raw  # not a progress bar
             self.error = _Error(
-                lineno, self.current, raw.strip()[:_TITLE_MAX], [raw], context=self.message
+                lineno, self.current, title.strip()[:_TITLE_MAX], [raw], context=self.message
             )
             self.errors.append(self.error)
 
@@ -300,12 +438,15 @@ class _LogParser:
             self.series.setdefault(SeriesKey(metric, label_tuple), {})[second] = number
 
     def receive(self, message: str, at: dt.datetime, lineno: int) -> None:
-        rid = _request_rid(message)
-        if rid is None:
+        rids = _request_rids(message)
+        if not rids:
             self.warnings.append(
                 f"{self.file}:{lineno}: Receive line without a quoted rid; skipped"
             )
-            return
+        for rid in rids:
+            self.received(rid, at, lineno)
+
+    def received(self, rid: str, at: dt.datetime, lineno: int) -> None:
         if rid in self.requests:
             first = self.requests[rid].line
             self.warnings.append(
@@ -316,11 +457,15 @@ class _LogParser:
         self.requests[rid] = _Request(rid, at, lineno)
 
     def finish(self, message: str, at: dt.datetime, lineno: int) -> None:
-        rid = _request_rid(message)
-        request = self.requests.get(rid) if rid is not None else None
-        if rid is None:
+        rids = _request_rids(message)
+        if not rids:
             self.warnings.append(f"{self.file}:{lineno}: Finish line without a quoted rid; skipped")
-        elif request is None:
+        for rid in rids:
+            self.finished(rid, at, lineno)
+
+    def finished(self, rid: str, at: dt.datetime, lineno: int) -> None:
+        request = self.requests.get(rid)
+        if request is None:
             self.warnings.append(
                 f"{self.file}:{lineno}: Finish for request {rid} whose Receive is not in this "
                 "file; no request event"
@@ -339,11 +484,20 @@ class _LogParser:
             request.finished = at
 
     def result(self, total_lines: int) -> ParseResult:
+        self.unwrapped_args_end()
         if self.first is None or self.last is None:
             raise ParseError(
                 self.file, 1, "expected SGLang log lines starting with [YYYY-MM-DD HH:MM:SS]"
             )
         out = ParseResult(kind=KIND_SGLANG_LOG, warnings=self.clock.warnings() + self.warnings)
+        if self.unplaced_batches:
+            where = ", ".join(str(n) for n in self.unplaced_batches[:5])
+            more = "" if len(self.unplaced_batches) <= 5 else ", ..."
+            out.warnings.append(
+                f"{self.file}: {len(self.unplaced_batches)} batch lines have no readable "
+                f"[YYYY-MM-DD HH:MM:SS] prefix (lines {where}{more}); no time to place their "
+                "samples at, so they were skipped"
+            )
         if self.batch_overwritten:
             out.warnings.append(
                 f"{self.file}: {self.batch_overwritten} batch lines shared their second with a "
@@ -384,8 +538,9 @@ class _LogParser:
                 )
             )
         for error in self.errors:
-            body = "\n".join(error.lines).replace("```", "` ` `")
-            symptom = lifecycle.symptom_of(error.lines, error.context)
+            kept = error.body_lines()
+            body = "\n".join(kept).replace("```", "` ` `")
+            symptom = lifecycle.symptom_of(kept, error.context)
             out.events.append(
                 EventRecord(
                     kind=EventKind.LOG_ERROR,

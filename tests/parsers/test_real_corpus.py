@@ -207,6 +207,97 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
         0,
         "Received sigquit from a child process. It usually means the child failed.",
     ),
+    # What a sweep of 30 pasted logs found (each is tested further below): a wrapper's time
+    # before the server's own, a hard-wrapped ServerArgs, crashes printed outside SGLang's
+    # logger, exception classes of any name, a 257-line traceback, one interleaved with other
+    # processes' lines, failures SGLang reports at INFO, a Markdown quote, a Python logging
+    # relay, a batched request, a line that lost its "[".
+    "sglang/issue4305_wrapper_bracketed_time.log": ("sglang_log", {"log_span": 1}, 8, 24, 0, None),
+    "sglang/issue3398_wrapped_server_args.log": (
+        "sglang_log",
+        {"server_start": 1, "log_span": 1},
+        0,
+        0,
+        1,
+        None,
+    ),
+    "sglang/issue3368_nccl_watchdog_timeout.log": (
+        "sglang_log",
+        {"log_error": 1, "log_span": 1},
+        0,
+        0,
+        0,
+        "[rank6]:[E207 01:29:36.730311765 ProcessGroupNCCL.cpp:616] [Rank 6] Watchdog caught "
+        "collective operation timeout: WorkNC",
+    ),
+    "sglang/issue5013_fatal_python_segfault.log": (
+        "sglang_log",
+        {"log_error": 1, "log_span": 1},
+        0,
+        0,
+        0,
+        "Caught signal 11 (Segmentation fault: address not mapped to object at address 0x17)",
+    ),
+    "sglang/issue2384_triton_outofresources.log": (
+        "sglang_log",
+        {"log_error": 1, "log_span": 1},
+        0,
+        0,
+        0,
+        "Scheduler hit an exception: triton.runtime.errors.OutOfResources: out of resource: "
+        "shared memory, Required: 131072, Hard",
+    ),
+    "sglang/issue6691_interleaved_traceback.log": (
+        "sglang_log",
+        {"log_error": 1, "log_span": 1},
+        0,
+        0,
+        0,
+        "RuntimeError: Mooncake Transfer Engine Return Error.",
+    ),
+    "sglang/slurmv4_pd_kvtransfer_failed.log": (
+        "sglang_log",
+        {"log_error": 15, "log_span": 1},
+        0,
+        0,
+        0,
+        None,
+    ),
+    "sglang/issue3658_markdown_quote.log": (
+        "sglang_log",
+        {"log_error": 2, "log_span": 1},
+        8,
+        8,
+        0,
+        None,
+    ),
+    "sglang/olmocr105_python_logging_relay.log": (
+        "sglang_log",
+        {"log_error": 1, "log_span": 1},
+        0,
+        0,
+        0,
+        # the excerpt ends inside the traceback: the announcing line titles it
+        "Scheduler hit an exception: Traceback (most recent call last):",
+    ),
+    "sglang/issue8089_batched_rid_list.log": (
+        "sglang_log",
+        {"request": 6, "log_span": 1},
+        0,
+        0,
+        6,  # the client sent the same batch again: "received again", kept the first
+        None,
+    ),
+    "sglang/issue26248_lost_bracket.log": ("sglang_log", {"log_span": 1}, 4, 4, 2, None),
+    "sglang/issue6001_long_traceback.log": (
+        "sglang_log",
+        {"log_error": 3, "log_span": 1},
+        0,
+        0,
+        0,
+        "Scheduler hit an exception: Exception: Capture cuda graph failed: backend='inductor' "
+        "raised:",
+    ),
 }
 
 
@@ -379,4 +470,81 @@ def test_sglang_excerpts_key_values() -> None:
     jax = parse("sglang/sglang_jax_pr564_decode_same_second.log")
     assert jax.warnings[0].startswith(
         "sglang_jax_pr564_decode_same_second.log: 8 batch lines shared their second"
+    )
+
+
+def _errors(result: ParseResult) -> list[Any]:
+    return [e for e in result.events if e.kind == "log_error"]
+
+
+def test_a_wrappers_time_before_the_servers_own_is_taken_off() -> None:
+    """``[16:16:58] [01:16:58 TP0] Prefill batch...``: the samples are the server's, at its
+    own time (the wrapper's clock is 15 hours off)."""
+    result = parse("sglang/issue4305_wrapper_bracketed_time.log")
+    running = _series(result)[
+        ("sglang:num_running_reqs", (("batch", "prefill"), ("source", "server_log"), ("tp", "TP0")))
+    ]
+    assert running[:2] == [1.0, 9.0]
+    (span,) = result.events
+    assert span.at == dt.datetime(2025, 3, 11, 1, 16, 58, tzinfo=dt.UTC)
+
+
+def test_a_hard_wrapped_server_args_line_is_read_whole() -> None:
+    result = parse("sglang/issue3398_wrapped_server_args.log")
+    (start,) = [e for e in result.events if e.kind == "server_start"]
+    config = start.attrs["server_args"]
+    # "quantization_param_path=Non" + "e, quantization=None": the wrap fell mid-word
+    assert config["quantization_param_path"] == "None" and config["quantization"] == "None"
+    assert config["tp_size"] == "16" and config["enable_hierarchical_cache"] == "False"
+    assert result.warnings == [
+        "issue3398_wrapped_server_args.log:1: server_args=ServerArgs(...) went on over the next "
+        "8 lines (a wrapped paste); read as one line"
+    ]
+
+
+def test_crashes_printed_outside_sglangs_logger_are_errors_with_their_symptom() -> None:
+    (nccl,) = _errors(parse("sglang/issue3368_nccl_watchdog_timeout.log"))
+    assert nccl.attrs["symptom"] == "watchdog_timeout"
+    assert "terminate called after throwing" in nccl.body
+    (segfault,) = _errors(parse("sglang/issue5013_fatal_python_segfault.log"))
+    assert segfault.attrs["symptom"] == "crash" and "Fatal Python error" in segfault.body
+
+
+def test_a_long_traceback_keeps_its_end_and_its_exception() -> None:
+    """257 lines: the first 200 and the last 30 are kept, the count of the rest is said."""
+    first, *_ = _errors(parse("sglang/issue6001_long_traceback.log"))
+    body = first.body.splitlines()
+    assert "... 27 lines left out ..." in body
+    assert any(line.startswith("Exception: Capture cuda graph failed") for line in body[-30:])
+
+
+def test_an_interleaved_traceback_goes_on_past_other_processes_lines() -> None:
+    (error,) = _errors(parse("sglang/issue6691_interleaved_traceback.log"))
+    assert error.attrs["symptom"] == "crash"
+    assert 'raise RuntimeError("Mooncake Transfer Engine Return Error.")' in error.body
+
+
+def test_failures_sglang_reports_at_info_are_errors() -> None:
+    errors = _errors(parse("sglang/slurmv4_pd_kvtransfer_failed.log"))
+    assert all("with exception KVTransferError(" in e.body for e in errors)
+    assert all("symptom" not in e.attrs for e in errors)  # one request's, not the server's
+
+
+def test_quoted_and_relayed_pastes_read_as_the_server_wrote_them() -> None:
+    quoted = parse("sglang/issue3658_markdown_quote.log")
+    assert {dict(labels)["dp"] for _, labels in _series(quoted)} >= {"DP6", "DP7"}
+    (relayed,) = _errors(parse("sglang/olmocr105_python_logging_relay.log"))
+    assert relayed.at == dt.datetime(2025, 3, 8, 2, 4, 48, tzinfo=dt.UTC)
+    assert relayed.body.splitlines()[2].startswith('  File "')  # the relay's prefix is gone
+
+
+def test_a_batched_request_is_one_request_per_rid_and_a_lost_bracket_is_said() -> None:
+    batched = parse("sglang/issue8089_batched_rid_list.log")
+    requests = [e for e in batched.events if e.kind == "request"]
+    assert len({e.key for e in requests}) == 6
+    assert not any(e.attrs["finished"] for e in requests)  # the issue: "only Receive, no Finish"
+    lost = parse("sglang/issue26248_lost_bracket.log")
+    assert lost.warnings[0].startswith(
+        "issue26248_lost_bracket.log: 1 batch lines have no readable [YYYY-MM-DD HH:MM:SS] "
+        "prefix (lines 1)"
     )
