@@ -90,6 +90,9 @@ _UNLOGGED_CRASH_RE = re.compile(
     r"(?:\[rank\d+\]:)?(?:\[[EF]\d{3,4} [^\]]*\] .*(?:[Ww]atchdog|terminated with exception)"
     r"|Fatal Python error:|terminate called after throwing|Caught signal \d+)"
 )
+# The time torch's C++ logging (glog's format) stamps its lines with: "[E207 01:29:36.730311765 "
+# is February 7 (the year is the log's), in the process's local time, as SGLang's own.
+_GLOG_TIME_RE = re.compile(r"\[[EFWI](\d{1,2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))? ")
 # The exception line that ends a traceback: "RuntimeError: CUDA error: ...",
 # "torch.OutOfMemoryError: CUDA out of memory.", "KeyboardInterrupt", "Exception: ...".
 _EXCEPTION_LINE_RE = re.compile(
@@ -400,10 +403,35 @@ class _LogParser:
         if raw.startswith(_TRACEBACK) or raw.startswith(("ERROR:", "CRITICAL:")) or crash:
             # before any timestamped line the error takes the first timestamp (see result)
             title = raw[crash.start() :] if crash is not None else raw  # not a progress bar
+            at = self.glog_time(raw, lineno) if crash is not None else None
             self.error = _Error(
-                lineno, self.current, title.strip()[:_TITLE_MAX], [raw], context=self.message
+                lineno, at or self.current, title.strip()[:_TITLE_MAX], [raw], context=self.message
             )
             self.errors.append(self.error)
+
+    def glog_time(self, raw: str, lineno: int) -> dt.datetime | None:
+        """The time of a torch C++ log line (``[E207 01:29:36.73 ...``), in the year of the
+        log's latest time (the next year when that makes it more than half a year earlier);
+        None without one, or when it lands a day or more before that latest time (no year
+        can be trusted then)."""
+        match = _GLOG_TIME_RE.search(raw)
+        if match is None or self.current is None:
+            return None
+        month, day, hour, minute, second = (int(g) for g in match.groups()[:5])
+        year = self.current.year + (month < self.current.month - 6)
+        stamp = f"{year:04d}-{month:02d}-{day:02d} {hour:02d}:{minute:02d}:{second:02d}"
+        try:
+            at = self.clock.read(stamp, (str(year), *match.groups()[:5]), lineno)
+        except TimeError:
+            return None
+        if at < self.current - dt.timedelta(days=1):
+            return None
+        fraction = match.group(6)
+        if fraction:
+            at += dt.timedelta(microseconds=int(fraction[:6].ljust(6, "0")))
+        if self.last is None or at > self.last:
+            self.last = at  # the log went on to here
+        return at
 
     def batch(self, message: str, at: dt.datetime, ranks: str, lineno: int) -> None:
         labels = [_SOURCE_LABEL]

@@ -503,9 +503,16 @@ def test_a_hard_wrapped_server_args_line_is_read_whole() -> None:
 
 
 def test_crashes_printed_outside_sglangs_logger_are_errors_with_their_symptom() -> None:
-    (nccl,) = _errors(parse("sglang/issue3368_nccl_watchdog_timeout.log"))
+    result = parse("sglang/issue3368_nccl_watchdog_timeout.log")
+    (nccl,) = _errors(result)
     assert nccl.attrs["symptom"] == "watchdog_timeout"
     assert "terminate called after throwing" in nccl.body
+    # At its own time ("[E207 01:29:36.73..."), ten minutes after SGLang's last line: the log
+    # went on until then.
+    crashed = dt.datetime(2025, 2, 7, 1, 29, 36, 730311, tzinfo=dt.UTC)
+    (span,) = [e for e in result.events if e.kind == "log_span"]
+    assert nccl.at == crashed and span.ends_at == crashed
+    assert span.at == dt.datetime(2025, 2, 7, 1, 19, 40, tzinfo=dt.UTC)
     (segfault,) = _errors(parse("sglang/issue5013_fatal_python_segfault.log"))
     assert segfault.attrs["symptom"] == "crash" and "Fatal Python error" in segfault.body
 
