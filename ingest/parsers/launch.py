@@ -6,8 +6,9 @@ Pure. A launch is, after wrappers (``exec``, ``nohup``, ``sudo``, ``env A=1``, `
   ``python -m dynamo.sglang ...`` and ``python launch_server.py ...``; any other module
   (``sglang.benchmark.serving``, ``sglang.bench_serving``, ``sglang.test.run_eval``,
   ``sglang_router.launch_router``) is a client, a benchmark or a router, not the server;
-* ``sglang serve ...``, ``vllm serve MODEL ...``;
-* programs that are servers themselves (``text-generation-launcher``, ``trtllm-serve``, ...);
+* ``sglang serve ...``, ``vllm serve MODEL ...`` (its ``MODEL`` is read as ``--model MODEL``);
+* programs that are servers themselves (``text-generation-launcher``, ``trtllm-serve``, ...;
+  ``trtllm-serve MODEL`` too gives ``--model MODEL``);
 * ``docker run [options] IMAGE ...`` (or podman): the command after the image when there is
   one, else the flags after the image, which the image's entrypoint takes, when the image is a
   server's (``vllm/vllm-openai``, ``lmsysorg/sglang``, TGI, Triton ...) or the flags name a model.
@@ -21,7 +22,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .shell_words import Word, lex
 
@@ -48,6 +49,8 @@ _SERVER_PROGRAMS = frozenset(
 )
 # `vllm serve MODEL --flags`, `sglang serve --flags`.
 _SERVE_SUBCOMMANDS = frozenset({"vllm", "sglang"})
+# `trtllm-serve [serve] MODEL --flags`; these subcommands start something else, with no model.
+_TRTLLM_NOT_A_MODEL = frozenset({"disaggregated", "disaggregated_mpi_worker"})
 # Images whose entrypoint is a model server (`docker run IMAGE --flags`).
 _SERVER_IMAGES = re.compile(
     r"vllm|sglang|text-generation-inference|tritonserver|tensorrt-llm|trtllm|llama\.cpp|"
@@ -96,12 +99,35 @@ def find_launch(words: Sequence[Word]) -> Launch | None:
     if _PYTHON.fullmatch(base):
         return _python_launch(words, i, env)
     if base in _SERVE_SUBCOMMANDS and nxt == "serve":
-        return Launch(f"{base} serve", tuple(words[i + 2 :]), tuple(env))
+        args = words[i + 2 :]
+        if base == "vllm":
+            args = _model_as_flag(args)
+        return Launch(f"{base} serve", tuple(args), tuple(env))
     if base in _SERVER_PROGRAMS:
-        return Launch(base, tuple(words[i + 1 :]), tuple(env))
+        args = words[i + 1 :]
+        if base == "trtllm-serve":
+            if args and args[0].text == "serve":
+                args = args[1:]
+            if not (args and args[0].text in _TRTLLM_NOT_A_MODEL):
+                args = _model_as_flag(args)
+        return Launch(base, tuple(args), tuple(env))
     if base in _CONTAINER_PROGRAMS:
         return _container_launch(words, i + 1, env)
     return None
+
+
+def _model_as_flag(args: Sequence[Word]) -> Sequence[Word]:
+    """``MODEL --flags`` as ``--model MODEL --flags``.
+
+    ``vllm serve`` and ``trtllm-serve`` take the model as their first positional word and read it
+    as ``--model``. Flags skip positionals, so without this two launches that differ only in
+    their model would look the same. An elided model (``vllm serve ... --flag``) names nothing,
+    and with no positional at all no model is made up.
+    """
+    if not args or _is_flag(args[0].text) or not any(c.isalnum() for c in args[0].text):
+        return args
+    # One `--model=MODEL` word, so that a second positional is not read as part of its value.
+    return [replace(args[0], text=f"--model={args[0].text}"), *args[1:]]
 
 
 def _skip_wrappers(words: Sequence[Word], i: int, env: list[Word]) -> int:
@@ -221,7 +247,8 @@ def _is_flag(word: str) -> bool:
 def flag_values(words: Sequence[Word]) -> list[tuple[str, str, int]]:
     """``--flag value``, ``--flag=value`` and bare ``--flag`` (value "true"), in order.
 
-    Words before the first flag are positional (``vllm serve MODEL``) and skipped; a
+    Words before the first flag are positional and skipped (:func:`find_launch` has already
+    turned the model of ``vllm serve MODEL`` into ``--model MODEL``); a
     ``<placeholder>`` value stays as written (the doc leaves it to the reader).
     """
     out: list[tuple[str, str, int]] = []

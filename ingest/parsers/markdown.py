@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import pairwise
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -18,7 +19,7 @@ from markdown_it.token import Token
 from evidence.vocabulary import Scope
 
 from .shell import ShellReader
-from .shell_commands import strip_console_prompts
+from .shell_commands import split_commands, strip_console_prompts
 from .types import ParseError, Setting
 
 # Fence info strings read as shell. A broken snippet in a block that claims to be shell is an
@@ -42,7 +43,9 @@ _KEY_HEADERS = (
     "argument",
     "setting",
 )
-_VALUE_HEADERS = ("value", "setting", "default", "default value", "values", "recommended value")
+# Not "default"/"default value": a table of the software's defaults is a reference, not what the
+# doc sets (like prose saying "with the default X=true"). A table with both uses its Value column.
+_VALUE_HEADERS = ("value", "setting", "values", "recommended value")
 ENV_KEY = re.compile(r"[A-Z_][A-Z0-9_]*")
 
 
@@ -83,9 +86,11 @@ def markdown_settings(text: str, *, path: str) -> list[Setting]:
 
 
 def document_settings(tokens: Sequence[Token], path: str) -> tuple[list[Setting], list[str]]:
-    """The settings of a tokenised document, and warnings (blocks skipped, variables that reach
-    no launch). Shell blocks are read in order as one shell session (:mod:`.shell`): one
-    profile per server launch; table rows are the document's own (profile "")."""
+    """The settings of a tokenised document, and warnings (blocks skipped, flag lines joined to
+    the command above, variables that reach no launch). Shell blocks are read in order as one
+    shell session (:mod:`.shell`): one profile per server launch; table rows are the document's
+    own (profile ""). An unlabelled block that plainly is another language (BibTeX, JSON,
+    XML/HTML, YAML) is skipped: read as shell, ``author={X},`` would be an assignment."""
     tables: list[Setting] = []
     warnings: list[str] = []
     reader = ShellReader(where=path)
@@ -97,18 +102,26 @@ def document_settings(tokens: Sequence[Token], path: str) -> tuple[list[Setting]
             heading = plain_text(tokens[i + 1]).strip()
         elif token.type == "fence":
             lang = _fence_language(token.info)
-            if lang in _STRICT_SHELL or lang in _LENIENT_SHELL:
+            other = _other_language(token.content) if lang == "" else ""
+            if other:
+                warnings.append(
+                    f"skipped the unlabelled block at {path}:{token_line(token)}: it reads as "
+                    f"{other}, not shell"
+                )
+            elif lang in _STRICT_SHELL or lang in _LENIENT_SHELL:
                 content = (
                     strip_console_prompts(token.content) if lang in _CONSOLE else token.content
                 )
                 first_line = (token.map[0] + 2) if token.map else 1
                 try:
+                    content, joined = join_dangling_flags(content, first_line=first_line, path=path)
                     reader.feed(
                         content,
                         first_line=first_line,
                         heading=heading,
                         exported=lang in _ENV_BLOCKS,
                     )
+                    warnings.extend(joined)
                 except ParseError as exc:
                     if lang in _STRICT_SHELL:
                         raise
@@ -120,6 +133,88 @@ def document_settings(tokens: Sequence[Token], path: str) -> tuple[list[Setting]
         i += 1
     settings, notes = reader.result()
     return sorted(settings + tables, key=lambda s: (s.profile != "", _line(s))), warnings + notes
+
+
+_LONG_FLAG = re.compile(r"--[A-Za-z]")
+
+
+def join_dangling_flags(text: str, *, first_line: int, path: str) -> tuple[str, list[str]]:
+    """The block with each line that starts with ``--`` joined to the command above it, and a
+    warning for each.
+
+    Docs often wrap a long launch over several lines and forget a trailing ``\\`` (or lose it
+    in copy-editing). A shell would run each such line as a command of its own and fail, as no
+    command is named ``--flag``, so the writer plainly meant it as part of the command above;
+    read apart, those flags would be lost without a word. Only a line right below the end of a
+    command is joined: not below a blank line, a comment, a line already ending in ``\\``, or
+    one whose command is ended by ``;``, ``&``, ``&&``, ``||`` or ``|`` (or that ends in a
+    comment). The ``\\`` is added at the end of the line above, so every line keeps its number.
+    Raises ParseError for an unterminated quote, as reading the block would.
+    """
+    lines = text.split("\n")
+    joins: list[int] = []  # 0-based indexes of the lines to end with `\`
+    warnings: list[str] = []
+    commands = split_commands(text, where=path, first_line=first_line)
+    for previous, command in pairwise(commands):
+        start = command.segments[0]
+        index = start.line - first_line
+        if not _LONG_FLAG.match(lines[index].lstrip()) or not _LONG_FLAG.match(start.text.lstrip()):
+            continue  # (a `-----Time to First Token-----` rule in output is no flag)
+        last = previous.segments[-1]
+        tail = last.text.split("\n")[-1].rstrip()
+        above = lines[index - 1].rstrip() if index > 0 else ""
+        ends_above = last.line + last.text.count("\n") == start.line - 1
+        # The command's own text ends the line above: nothing after it (no `;`, `&`, `|`, `\`
+        # or comment), so the line break is all that parts the two.
+        if not ends_above or not tail or above.endswith("\\") or not above.endswith(tail):
+            continue
+        joins.append(index - 1)
+        warnings.append(
+            f"{path}:{start.line}: `{start.text.split()[0]}` continues the command above without "
+            "a trailing backslash; read as part of it"
+        )
+    for index in joins:
+        lines[index] += " \\"
+    return "\n".join(lines), warnings
+
+
+# How an unlabelled block opens when it is plainly not shell: no command starts with `@type{`,
+# `<tag`, `{"key":`, `["`, `[{` or `key:`. A `{` or `[` alone on the first line is JSON when the
+# next line holds a JSON key or value; in shell it would open a group (`{ cmd; }`) or a test
+# (`[ -f x ]`, `[[ ... ]]`), whose next words are commands and test operands.
+_BIBTEX = re.compile(r"@[A-Za-z]+\s*[{(]")
+_MARKUP = re.compile(r"<[A-Za-z?!/]")
+_JSON_OPEN = re.compile(r'\{\s*"[^"]*"\s*:|\["|\[\s*\{')
+_JSON_KEY = re.compile(r'"[^"]*"\s*:|\}')
+_JSON_VALUE = re.compile(r'["{\[\]]|-?\d|(?:true|false|null)\s*,?$')
+_YAML_ENTRY = re.compile(r"[A-Za-z_][\w.-]*:(?:\s|$)")
+_YAML_ITEM = re.compile(r"- |-$")
+
+
+def _other_language(text: str) -> str:
+    """The language an unlabelled block plainly is when it is not shell, else ""."""
+    meaningful = [line.strip() for line in text.split("\n") if line.strip()]
+    if not meaningful:
+        return ""
+    first = meaningful[0]
+    second = meaningful[1] if len(meaningful) > 1 else ""
+    if _BIBTEX.match(first):
+        return "BibTeX"
+    if _MARKUP.match(first):
+        return "XML/HTML"
+    if (
+        _JSON_OPEN.match(first)
+        or (first == "{" and _JSON_KEY.match(second))
+        or (first == "[" and _JSON_VALUE.match(second))
+    ):
+        return "JSON"
+    if first == "---" or (
+        _YAML_ENTRY.match(first)
+        and not first.startswith(("http:", "https:"))
+        and (_YAML_ENTRY.match(second) or _YAML_ITEM.match(second))
+    ):
+        return "YAML"
+    return ""
 
 
 def _line(setting: Setting) -> int:

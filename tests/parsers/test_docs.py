@@ -16,7 +16,7 @@ from evidence.vocabulary import EventKind, Lane
 from ingest.parsers.changelog import changelog_changes
 from ingest.parsers.docs import looks_like_markdown_doc, parse_markdown_doc
 from ingest.parsers.launch import launch_flags
-from ingest.parsers.markdown import markdown_settings
+from ingest.parsers.markdown import document_settings, markdown_settings, tokenize
 from ingest.parsers.shell import shell_settings
 from ingest.parsers.shell_commands import strip_console_prompts
 from ingest.parsers.types import (
@@ -188,6 +188,135 @@ def test_text_block_that_is_not_shell_is_skipped_but_a_bash_block_is_an_error() 
     assert "closing '" in err.value.message
 
 
+def test_a_flag_line_without_a_trailing_backslash_continues_the_command_above() -> None:
+    # From the vLLM recipe for DeepSeek-R1 on B200: the launch line lost its `\`, and every
+    # flag below it was lost with it.
+    text = (
+        "# Serve\n\n```bash\n"
+        "VLLM_USE_FLASHINFER_MOE_FP4=1 \\\n"
+        "  vllm serve nvidia/DeepSeek-R1-FP4 \n"
+        '    --quantization="modelopt_fp4" \\\n'
+        "    --data-parallel-size=4\n"
+        "```\n"
+    )
+    settings, warnings = document_settings(tokenize(text), "t.md")
+    assert settings == [
+        Setting("VLLM_USE_FLASHINFER_MOE_FP4", "1", "env", "t.md:4"),
+        Setting("--model", "nvidia/DeepSeek-R1-FP4", "flag", "t.md:5"),
+        Setting("--quantization", "modelopt_fp4", "flag", "t.md:6"),
+        Setting("--data-parallel-size", "4", "flag", "t.md:7"),
+    ]
+    assert warnings == [
+        't.md:6: `--quantization="modelopt_fp4"` continues the command above without a '
+        "trailing backslash; read as part of it"
+    ]
+
+
+def test_each_flag_line_of_a_launch_without_backslashes_is_joined_and_named() -> None:
+    # From the vLLM recipe for DeepSeek-V3.1: no line has its `\`; the model is elided.
+    text = (
+        "```bash\nvllm serve ... \n    --enable-auto-tool-choice \n"
+        "    --tool-call-parser deepseek_v31 \n```\n"
+    )
+    settings, warnings = document_settings(tokenize(text), "t.md")
+    assert settings == [
+        Setting("--enable-auto-tool-choice", "true", "flag", "t.md:3"),
+        Setting("--tool-call-parser", "deepseek_v31", "flag", "t.md:4"),
+    ]
+    assert [w.split(":", 2)[1] for w in warnings] == ["3", "4"]
+
+
+@pytest.mark.parametrize(
+    "above",
+    [
+        "vllm serve /m\n",  # a blank line between
+        "vllm serve /m\n# then",  # a comment
+        "vllm serve /m &",
+        "vllm serve /m;",
+        "vllm serve /m &&",
+        "vllm serve /m ||",
+        "vllm serve /m |",
+        "vllm serve /m  # the model",
+        "cat > args <<EOF\n--tp 4\nEOF",  # a heredoc's body and its end
+    ],
+)
+def test_a_flag_line_is_not_joined_to_a_command_that_has_ended(above: str) -> None:
+    settings, warnings = document_settings(tokenize(f"```bash\n{above}\n--tp 8\n```\n"), "t.md")
+    assert "--tp" not in [s.key for s in settings]
+    assert warnings == []
+
+
+def test_a_rule_of_dashes_in_output_is_not_a_flag_line() -> None:
+    text = "```\nTotal Token throughput (tok/s):  8536.59\n-----Time to First Token-----\n```\n"
+    assert document_settings(tokenize(text), "t.md") == ([], [])
+
+
+def test_a_lone_doc_reports_the_flag_lines_it_joined() -> None:
+    data = b"# Doc\n\n```bash\nvllm serve /m\n  --tp 8\n```\n"
+    ctx = ParseContext(name="d.md", default_time=dt.datetime(2026, 11, 20, tzinfo=UTC))
+    result = parse_markdown_doc(data, ctx)
+    assert result.warnings == [
+        "d.md:5: `--tp` continues the command above without a trailing backslash; "
+        "read as part of it"
+    ]
+    assert [(s["key"], s["where"]) for s in result.events[0].attrs["settings"]] == [
+        ("--model", "d.md:4"),
+        ("--tp", "d.md:5"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("body", "language"),
+    [
+        # The DeepSeek-V3 README's citation: its `author={DeepSeek-AI},` lines read as shell
+        # assignments.
+        (
+            "@misc{deepseekai2024deepseekv3technicalreport,\n"
+            "      title={DeepSeek-V3 Technical Report},\n"
+            "      author={DeepSeek-AI},\n      year={2024},\n}",
+            "BibTeX",
+        ),
+        ('{\n  "MODEL_PATH": "/m",\n  "TP": 8\n}', "JSON"),
+        ('{"env": ["A=1"]}', "JSON"),
+        ('[\n  "--tp=8"\n]', "JSON"),
+        ('[{"name": "A", "value": "1"}]', "JSON"),
+        ('<?xml version="1.0"?>\n<config>\nA=1\n</config>', "XML/HTML"),
+        ("<div>\nA=1\n</div>", "XML/HTML"),
+        ("---\nA=1", "YAML"),
+        ("env:\n  - name: A\n    value: x=1", "YAML"),
+    ],
+)
+def test_an_unlabelled_block_in_another_language_is_skipped_with_a_warning(
+    body: str, language: str
+) -> None:
+    text = f"# Cite\n\n```\n{body}\n```\n"
+    assert document_settings(tokenize(text), "t.md") == (
+        [],
+        [f"skipped the unlabelled block at t.md:3: it reads as {language}, not shell"],
+    )
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '[ "$GPU" = b200 ] && export A=1',
+        '[[ -n "$X" ]] && export A=1',
+        "{ export A=1; }",
+        "export A=1 # author={me}",
+    ],
+)
+def test_shell_that_opens_with_a_bracket_or_brace_is_still_read(body: str) -> None:
+    settings, warnings = document_settings(tokenize(f"```\n{body}\n```\n"), "t.md")
+    assert [s.key for s in settings] == ["A"]
+    assert warnings == []
+
+
+@pytest.mark.parametrize("info", ["bash", "env"])
+def test_only_unlabelled_blocks_are_judged_by_their_opening(info: str) -> None:
+    # A block labelled shell is taken at its word (a broken one is an error, not skipped).
+    assert md(f"```{info}\n---\nA=1\n```\n") == [Setting("A", "1", "env", "t.md:3")]
+
+
 def test_console_transcript_keeps_commands_and_continuations_only() -> None:
     text = "$ python3 -m sglang.launch_server \\\n>   --tp 8\nServer ready\n$ export A=1\n"
     assert strip_console_prompts(text) == (
@@ -204,7 +333,6 @@ def test_console_transcript_keeps_commands_and_continuations_only() -> None:
         ("| Variable | Value |", "`SGLANG_X`", "`512`", "env"),
         ("| Flag | Setting |", "`--tp`", "8", "flag"),
         ("| key | VALUE |", "served_name", "**dsv4**", "table"),
-        ("| Name | Default | Notes |", "`--port`", "30000", "flag"),
     ],
 )
 def test_key_value_tables_yield_settings(header: str, key: str, value: str, scope: str) -> None:
@@ -215,6 +343,27 @@ def test_key_value_tables_yield_settings(header: str, key: str, value: str, scop
     assert setting.value == value.strip("`*")
     assert setting.scope == scope
     assert setting.where == "t.md:3"
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["| Name | Default | Notes |", "| Environment Variable | Description | Default Value |"],
+)
+def test_a_table_of_defaults_is_not_settings(header: str) -> None:
+    # A reference table of the software's defaults (the sweep's Ascend env-var list gave 14
+    # settings) says what happens when nothing is set, not what the doc sets.
+    columns = header.count("|") - 1
+    text = f"{header}\n|{'---|' * columns}\n| `--port` |{' x |' * (columns - 2)} 30000 |\n"
+    assert md(text) == []
+
+
+@pytest.mark.parametrize("header", ["| Flag | Default | Value |", "| Variable | Value | Default |"])
+def test_a_table_with_a_value_and_a_default_column_uses_the_value(header: str) -> None:
+    cells = {"Default": "30000", "Value": "8080"}
+    names = [h.strip() for h in header.strip("|").split("|")]
+    row = "| `--port` |" + "".join(f" {cells[n]} |" for n in names[1:])
+    text = f"{header}\n|---|---|---|\n{row}\n"
+    assert md(text) == [Setting("--port", "8080", "flag", "t.md:3")]
 
 
 def test_table_without_a_key_and_value_column_is_not_settings() -> None:
@@ -256,9 +405,52 @@ def test_commands_that_launch_no_server_yield_no_flags() -> None:
     assert shell_settings(text, where="s.sh") == []
 
 
-def test_vllm_serve_flags_skip_the_positional_model() -> None:
-    text = "vllm serve deepseek-ai/DeepSeek-V4 --tensor-parallel-size 8\n"
-    assert pairs(shell_settings(text, where="s.sh")) == [("--tensor-parallel-size", "8")]
+@pytest.mark.parametrize(
+    "command",
+    [
+        "vllm serve deepseek-ai/DeepSeek-V4 --tensor-parallel-size 8",
+        "trtllm-serve deepseek-ai/DeepSeek-V4 --tensor-parallel-size 8",
+        "trtllm-serve serve deepseek-ai/DeepSeek-V4 --tensor-parallel-size 8",
+    ],
+)
+def test_the_positional_model_of_vllm_and_trtllm_serve_is_the_model_flag(command: str) -> None:
+    # vllm reads `vllm serve MODEL` as --model MODEL; skipped, it left no setting naming the
+    # model, so two launches of different models looked the same.
+    assert shell_settings(command + "\n", where="s.sh") == [
+        Setting("--model", "deepseek-ai/DeepSeek-V4", "flag", "s.sh:1"),
+        Setting("--tensor-parallel-size", "8", "flag", "s.sh:1"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("vllm serve --model /m --tp 2", [("--model", "/m"), ("--tp", "2")]),
+        ("vllm serve \\\n  /m \\\n  --tp 2", [("--model", "/m"), ("--tp", "2")]),
+        ("vllm serve /m extra --tp 2", [("--model", "/m"), ("--tp", "2")]),
+        # no positional, or an elided one (`vllm serve ... --flag`): no model is made up
+        ("vllm serve --tp 2", [("--tp", "2")]),
+        ("vllm serve ... --tp 2", [("--tp", "2")]),
+        ("trtllm-serve disaggregated -c disagg.yaml", [("-c", "disagg.yaml")]),
+        ("sglang serve --model-path /m", [("--model-path", "/m")]),
+    ],
+)
+def test_a_model_flag_stays_and_no_model_is_invented(
+    command: str, expected: list[tuple[str, str]]
+) -> None:
+    assert pairs(shell_settings(command + "\n", where="s.sh")) == expected
+
+
+def test_two_vllm_launches_that_differ_only_by_model_are_told_apart() -> None:
+    # Cut down from the vLLM recipe for DeepSeek-V4 on AMD (Pro and Flash, one section each).
+    serve = "```bash\nvllm serve deepseek-ai/DeepSeek-V4-{} \\\n  --port 8001\n```\n"
+    text = f"## Pro\n\n{serve.format('Pro')}\n## Flash\n\n{serve.format('Flash')}"
+    assert [(s.profile, s.key, s.value) for s in md(text)] == [
+        ("Pro", "--model", "deepseek-ai/DeepSeek-V4-Pro"),
+        ("Pro", "--port", "8001"),
+        ("Flash", "--model", "deepseek-ai/DeepSeek-V4-Flash"),
+        ("Flash", "--port", "8001"),
+    ]
 
 
 def test_single_quotes_prevent_expansion_and_defaults_apply() -> None:

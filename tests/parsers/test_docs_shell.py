@@ -65,7 +65,10 @@ SGLANG_IMAGE = "docker run --gpus all --shm-size 32g lmsysorg/sglang:latest"
             [("--model", "m"), ("--tp", "2")],
         ),
         ("sglang serve --model-path m --tp 8", [("--model-path", "m"), ("--tp", "8")]),
-        ("vllm serve deepseek-ai/DeepSeek-V4 -tp 8", [("-tp", "8")]),
+        (
+            "vllm serve deepseek-ai/DeepSeek-V4 -tp 8",
+            [("--model", "deepseek-ai/DeepSeek-V4"), ("-tp", "8")],
+        ),
         (f"sudo -E numactl --interleave=all nohup {LAUNCH} --tp 8", [("--tp", "8")]),
         # docker run IMAGE --flags: the image's entrypoint is the server
         (f"{VLLM_IMAGE} --model /m --max-len 8", [("--model", "/m"), ("--max-len", "8")]),
