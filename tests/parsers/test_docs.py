@@ -189,8 +189,9 @@ def test_text_block_that_is_not_shell_is_skipped_but_a_bash_block_is_an_error() 
 
 
 def test_a_flag_line_without_a_trailing_backslash_continues_the_command_above() -> None:
-    # From the vLLM recipe for DeepSeek-R1 on B200: the launch line lost its `\`, and every
-    # flag below it was lost with it.
+    # From the vLLM recipe for DeepSeek-R1 on B200 (lines 419-429 cut to three flags,
+    # https://github.com/vllm-project/recipes/blob/172aeb6358b071b9ec57cad0cbe22671aed32f4a/DeepSeek/DeepSeekR1-B200.md):
+    # the launch line lost its `\`, and every flag below it was lost with it.
     text = (
         "# Serve\n\n```bash\n"
         "VLLM_USE_FLASHINFER_MOE_FP4=1 \\\n"
@@ -213,7 +214,9 @@ def test_a_flag_line_without_a_trailing_backslash_continues_the_command_above() 
 
 
 def test_each_flag_line_of_a_launch_without_backslashes_is_joined_and_named() -> None:
-    # From the vLLM recipe for DeepSeek-V3.1: no line has its `\`; the model is elided.
+    # From the vLLM recipe for DeepSeek-V3.1 (lines 33-38, cut to two flags,
+    # https://github.com/vllm-project/recipes/blob/8959cf64189c71d36e11c6a30335f923f261b1f7/DeepSeek/DeepSeek-V3_1.md):
+    # no line has its `\`; the model is elided.
     text = (
         "```bash\nvllm serve ... \n    --enable-auto-tool-choice \n"
         "    --tool-call-parser deepseek_v31 \n```\n"
