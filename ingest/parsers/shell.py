@@ -273,11 +273,11 @@ class ShellReader(BranchesMixin, AssignmentsMixin):
     ) -> None:
         function = self._function()
         env = self._in_force(exported_only=True)
-        if function is not None:
-            # A launch in a function body: the variables exported before it, and what the
-            # body exports on its way there.
-            env = [s for s in env if s.key not in function.exports]
-            env += list(function.exports.values())
+        for scope in reversed(self._scopes()):
+            # A launch in a function or loop body: the variables exported before it, and what
+            # the bodies (outermost first) export on their way there.
+            env = [s for s in env if s.key not in scope.exports]
+            env += list(scope.exports.values())
         flags: list[tuple[str, str, int, str]] = []
         for env_words, args, extra in variants:
             for word in env_words:

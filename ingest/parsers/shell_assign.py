@@ -31,9 +31,8 @@ class AssignmentsMixin(ShellState):
         """The command's words once per combination of the conditional values it refers to,
         each with the conditions of the values chosen."""
         names = sorted(n for n in referenced_names(text) if len(self.vars.get(n, ())) > 1)
-        function = self._function()
-        if function is not None:
-            names = [n for n in names if n not in function.locals]
+        for scope in self._scopes():
+            names = [n for n in names if n not in scope.locals]
         if not names:
             return [(lex(text, line, self._lookup()), "")]
         out: list[tuple[list[Word], str]] = []
@@ -96,12 +95,13 @@ class AssignmentsMixin(ShellState):
             self.vars[name] = [replace(a, exported=exported) for a in self.vars[name]]
 
     def _assign_local(self, word: Word, *, export: bool = False, condition: str = "") -> None:
-        function = self._function()
+        scopes = self._scopes()
         m = ASSIGN.fullmatch(word.text)
-        if function is not None and m is not None:
-            function.locals[m.group(1)] = Value(m.group(3))
-            if export and not word.runtime:
-                function.exports[m.group(1)] = self._setting(
+        if scopes and m is not None:
+            scope = scopes[0]
+            scope.locals[m.group(1)] = Value(m.group(3))
+            if export and not word.runtime and not PLACEHOLDER_VALUE.fullmatch(m.group(3)):
+                scope.exports[m.group(1)] = self._setting(
                     m.group(1), m.group(3), Scope.ENV, word.line, condition
                 )
 
@@ -110,13 +110,16 @@ class AssignmentsMixin(ShellState):
         m = ASSIGN.fullmatch(word.text)
         assert m is not None  # callers only pass assignment words
         name, append, value = m.group(1), m.group(2), m.group(3)
-        if self._function() is not None or self._in_loop():
-            # A function body runs when it is called, a loop body at run time: neither assigns
-            # the document's settings (a function's variables are its own).
-            if self._function() is not None:
-                self._assign_local(word, export=export, condition=condition)
-            return None
         before = self.vars.get(name, [])
+        if self._scopes():
+            # A function body runs when it is called, a loop body at run time: neither assigns
+            # the document's settings; what they set is theirs, seen by the launches inside
+            # them (a variable exported before stays exported when the body sets it again).
+            inherited = bool(before) and all(a.exported for a in before)
+            self._assign_local(
+                word, export=export or self.allexport or inherited, condition=condition
+            )
+            return None
         exported = export or self.allexport or self.exported_by_default
         exported = exported or bool(before) and all(a.exported for a in before)
         setting: Setting | None = None

@@ -109,12 +109,19 @@ class ShellState:
     def _in_loop(self) -> bool:
         return any(f.kind == "loop" for f in self.frames)
 
+    def _scopes(self) -> list[Frame]:
+        """The open function and loop bodies, innermost first: what they assign is theirs
+        (a function's when it is called, a loop's at run time), seen by the commands and
+        launches inside them and not by the document after them."""
+        return [f for f in reversed(self.frames) if f.kind in ("function", "loop")]
+
     def _lookup(self, choice: Mapping[str, Alt] | None = None) -> Lookup:
-        function = self._function()
+        scopes = self._scopes()
 
         def lookup(name: str) -> Value | None:
-            if function is not None and name in function.locals:
-                return function.locals[name]
+            for scope in scopes:
+                if name in scope.locals:
+                    return scope.locals[name]
             if choice is not None and name in choice:
                 return choice[name].value
             alts = self.vars.get(name)

@@ -129,6 +129,36 @@ def test_a_launch_inside_a_function_takes_what_the_function_exports() -> None:
     ]
 
 
+def test_a_launch_inside_a_loop_takes_what_the_loop_body_sets() -> None:
+    """A multi-node script launches in a loop, each role exporting its own values first (the
+    Ascend DeepSeek guide of sglang's docs): the launch runs with the body's values, not the
+    document's earlier ones; after the loop the document's stand."""
+    text = (
+        "export HCCL_BUFFSIZE=720 TASK_QUEUE_ENABLE=0\n"
+        "for i in $(seq 0 3); do\n"
+        '  if [[ "$LOCAL_HOST" == "${D_IP[$i]}" ]]; then\n'
+        "    export HCCL_BUFFSIZE=650\n"
+        "    TASK_QUEUE_ENABLE=1\n"  # exported before: still exported
+        "    MODE=decode\n"  # not exported: a variable of the body
+        f'    {LAUNCH} --disaggregation-mode "$MODE"\n'
+        "  fi\n"
+        "done\n"
+        f"{LAUNCH} --tp 8\n"
+    )
+    settings = shell_settings(text, where="s.sh")
+    loop, after = sorted({s.profile for s in settings if s.profile})
+    assert [(s.key, s.value) for s in settings if s.profile == loop] == [
+        ("HCCL_BUFFSIZE", "650"),
+        ("TASK_QUEUE_ENABLE", "1"),
+        ("--disaggregation-mode", "decode"),
+    ]
+    assert [(s.key, s.value) for s in settings if s.profile == after] == [
+        ("HCCL_BUFFSIZE", "720"),
+        ("TASK_QUEUE_ENABLE", "0"),
+        ("--tp", "8"),
+    ]
+
+
 def test_values_only_a_run_knows_are_not_settings_and_arithmetic_on_numbers_resolves() -> None:
     text = (
         "readiness_deadline=$((SECONDS + READINESS_TIMEOUT_SEC))\n"
