@@ -200,7 +200,15 @@ def _dotenv_value(rest: str, path: str, lineno: int) -> str:
 # --- YAML ----------------------------------------------------------------------------------------
 
 
-def _yaml_settings(path: str, text: str) -> list[Setting]:
+def yaml_launch_settings(path: str, text: str, *, first_line: int = 1) -> list[Setting]:
+    """What a YAML manifest in a doc's code block (starting at ``first_line``) runs: its
+    containers' environment and the flags of the server its command/args launch. Not every
+    key of it: a doc's manifest is an example deployment, and its names, labels and ports are
+    no server configuration. Malformed YAML raises ParseError at the doc's line."""
+    return _yaml_settings(path, "\n" * (first_line - 1) + text, launches_only=True)
+
+
+def _yaml_settings(path: str, text: str, *, launches_only: bool = False) -> list[Setting]:
     try:
         documents = [d for d in yaml.compose_all(text, Loader=_YAML_LOADER) if d is not None]
         walker = _YamlWalker(path, multi=len(documents) > 1)
@@ -217,7 +225,7 @@ def _yaml_settings(path: str, text: str) -> list[Setting]:
         ) from exc
     except yaml.YAMLError as exc:
         raise ParseError(path, 0, f"expected valid YAML: {exc}") from exc
-    return walker.settings + walker.env_settings
+    return walker.env_settings if launches_only else walker.settings + walker.env_settings
 
 
 class _YamlWalker:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from itertools import pairwise
 
 from markdown_it import MarkdownIt
@@ -30,6 +31,8 @@ _STRICT_SHELL = frozenset({"bash", "sh", "shell", "zsh", "console", "shell-sessi
 _LENIENT_SHELL = frozenset({"", "env", "dotenv"})
 _ENV_BLOCKS = frozenset({"env", "dotenv"})  # KEY=VALUE lines of an environment: exported
 _CONSOLE = frozenset({"console", "shell-session"})
+# A manifest (Kubernetes, compose): the environment and the launch flags of the servers it runs.
+_YAML = frozenset({"yaml", "yml"})
 
 _KEY_HEADERS = (
     "variable",
@@ -108,6 +111,11 @@ def document_settings(tokens: Sequence[Token], path: str) -> tuple[list[Setting]
                     f"skipped the unlabelled block at {path}:{token_line(token)}: it reads as "
                     f"{other}, not shell"
                 )
+            elif lang in _YAML:
+                try:
+                    tables.extend(_yaml_block_settings(token, path, heading))
+                except ParseError as exc:
+                    warnings.append(f"skipped the {lang} block: {exc}")
             elif lang in _STRICT_SHELL or lang in _LENIENT_SHELL:
                 content = (
                     strip_console_prompts(token.content) if lang in _CONSOLE else token.content
@@ -133,6 +141,21 @@ def document_settings(tokens: Sequence[Token], path: str) -> tuple[list[Setting]
         i += 1
     settings, notes = reader.result()
     return sorted(settings + tables, key=lambda s: (s.profile != "", _line(s))), warnings + notes
+
+
+def _yaml_block_settings(token: Token, path: str, heading: str) -> list[Setting]:
+    """A YAML block's containers' environment and server flags (configfiles reads manifests);
+    one profile, named as a shell launch is (its disaggregation mode, else its section), when
+    it launches a server, since its values are that server's and not the whole document's."""
+    from .configfiles import yaml_launch_settings  # (configfiles reads Markdown through here)
+
+    first_line = (token.map[0] + 2) if token.map else 1
+    settings = yaml_launch_settings(path, token.content, first_line=first_line)
+    flags = {s.key: s.value for s in settings if s.scope == Scope.FLAG}
+    if not flags:
+        return settings
+    name = flags.get("--disaggregation-mode") or heading or f"yaml block at line {first_line}"
+    return [replace(s, profile=name) for s in settings]
 
 
 _LONG_FLAG = re.compile(r"--[A-Za-z]")

@@ -740,3 +740,43 @@ def test_a_markdown_doc_over_the_size_limit_is_refused_before_parsing() -> None:
     huge = b"| Variable | Value |\n|---|---|\n" + b"| `A` | 1 |\n" * (MAX_MARKDOWN_BYTES // 12 + 1)
     with pytest.raises(ParseError, match="over the 2097152 byte limit"):
         parse_markdown_doc(huge, ParseContext(name="DSV4_HUGE.md", default_time=None))
+
+
+# --- YAML manifests ------------------------------------------------------------------------------
+
+
+def test_a_yaml_manifest_gives_its_servers_environment_and_flags_not_its_names() -> None:
+    text = (
+        "## Prefill\n\n```yaml\n"
+        "apiVersion: apps/v1\n"
+        "kind: Deployment\n"
+        "metadata:\n"
+        "  name: dsv4-prefill\n"
+        "spec:\n"
+        "  replicas: 2\n"
+        "  template:\n"
+        "    spec:\n"
+        "      containers:\n"
+        "        - name: sglang\n"
+        "          image: lmsysorg/sglang:latest\n"
+        "          env:\n"
+        "            - name: SGLANG_SM120_MMA_TARGET_CTAS\n"
+        '              value: "512"\n'
+        "          command: [python3, -m, sglang.launch_server]\n"
+        "          args: [--tp, '8', --disaggregation-mode, prefill]\n"
+        "```\n"
+    )
+    settings, warnings = document_settings(tokenize(text), "t.md")
+    assert warnings == []
+    assert [(s.key, s.value, s.scope, s.where, s.profile) for s in settings] == [
+        ("SGLANG_SM120_MMA_TARGET_CTAS", "512", "env", "t.md:16", "prefill"),
+        ("--tp", "8", "flag", "t.md:18", "prefill"),
+        ("--disaggregation-mode", "prefill", "flag", "t.md:18", "prefill"),
+    ]
+
+
+def test_a_broken_yaml_block_is_skipped_with_a_warning() -> None:
+    settings, warnings = document_settings(tokenize("```yaml\nenv: [a\n```\n"), "t.md")
+    assert settings == []
+    assert warnings[0].startswith("skipped the yaml block: t.md:")
+    assert "expected valid YAML" in warnings[0]
