@@ -78,6 +78,9 @@ _DECODE_ONLY = frozenset({"sglang:gen_throughput"})
 # SGLang's own report of a failure it caught, at INFO level: "Prefill transfer failed for
 # request ... with exception KVTransferError(...): Decode instance could be dead".
 _CAUGHT_RE = re.compile(r"\bwith exception (?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b")
+# A request the HTTP server answered with a 5xx (uvicorn's access line): the client got an
+# error, whatever the log said before it.
+_HTTP_5XX_RE = re.compile(r'"(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) [^"]*" 5\d\d\b')
 _CRASH_RE = re.compile(
     r"Scheduler hit an exception|Received sigquit|SIGQUIT received|[Ww]atchdog timeout"
     r"|[Ww]atchdog caught collective operation timeout|Fatal Python error"
@@ -313,6 +316,7 @@ class _LogParser:
                 or _TRACEBACK in message
                 or _CRASH_RE.search(message)
                 or _CAUGHT_RE.search(message)
+                or _HTTP_5XX_RE.search(message)
             ):
                 self.error = _Error(lineno, at, message.strip()[:_TITLE_MAX], [raw])
                 self.errors.append(self.error)

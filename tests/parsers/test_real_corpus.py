@@ -257,7 +257,7 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
     ),
     "sglang/slurmv4_pd_kvtransfer_failed.log": (
         "sglang_log",
-        {"log_error": 15, "log_span": 1},
+        {"log_error": 16, "log_span": 1},
         0,
         0,
         0,
@@ -533,7 +533,12 @@ def test_an_interleaved_traceback_goes_on_past_other_processes_lines() -> None:
 
 def test_failures_sglang_reports_at_info_are_errors() -> None:
     errors = _errors(parse("sglang/slurmv4_pd_kvtransfer_failed.log"))
-    assert all("with exception KVTransferError(" in e.body for e in errors)
+    (answered,) = [e for e in errors if e.line == 16]
+    transfers = [e for e in errors if e is not answered]
+    assert len(transfers) == 15
+    assert all("with exception KVTransferError(" in e.body for e in transfers)
+    # ... and the client got a 500 for it (uvicorn's access line)
+    assert answered.title.endswith('"POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error')
     assert all("symptom" not in e.attrs for e in errors)  # one request's, not the server's
 
 
