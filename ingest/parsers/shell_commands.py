@@ -171,6 +171,21 @@ def split_commands(text: str, *, where: str, first_line: int) -> list[Command]:
                 buf.append("${")
                 j += 2
                 continue
+            if (
+                c == "["
+                and line.startswith("[[", j)
+                and (j == 0 or line[j - 1] in " \t;&|(!")
+                and line[j + 2 : j + 3] in (" ", "\t", "")
+            ):
+                nest.append("[[")  # a test: its `||`, `&&`, `<` and `>` are operators of it
+                buf.append("[[")
+                j += 2
+                continue
+            if c == "]" and nest and nest[-1] == "[[" and line.startswith("]]", j):
+                nest.pop()
+                buf.append("]]")
+                j += 2
+                continue
             if c == "(" and (nest or _opens_array(buf)):
                 nest.append("(")
                 buf.append(c)

@@ -129,6 +129,14 @@ def test_a_launch_inside_a_function_takes_what_the_function_exports() -> None:
     ]
 
 
+def test_a_tests_or_and_and_stay_in_its_condition() -> None:
+    """`||` inside `[[ ]]` is the test's own operator, not a command separator (the Ascend
+    guide's `if [[ "$LOCAL_HOST1" == "${P_IP[$i]}" || "$LOCAL_HOST2" == "${P_IP[$i]}" ]]`)."""
+    text = 'if [[ "$HOST" == "a" || "$HOST" == "b" && -n "$X" ]]; then\n  export MODE=prefill\nfi\n'
+    (setting,) = shell_settings(text, where="s.sh")
+    assert setting.condition == 'if [[ "$HOST" == "a" || "$HOST" == "b" && -n "$X" ]]'
+
+
 def test_a_launch_inside_a_loop_takes_what_the_loop_body_sets() -> None:
     """A multi-node script launches in a loop, each role exporting its own values first (the
     Ascend DeepSeek guide of sglang's docs): the launch runs with the body's values, not the
