@@ -19,7 +19,7 @@ from evidence.vocabulary import EventKind, HarnessStatus, Lane
 
 from . import jsontext
 from .text import decode, head_text
-from .timestamps import LocalTimeError, TimeError, default_time, parse_iso
+from .timestamps import LocalTimeError, TimeError, default_time, parse_iso, parse_rfc1123
 from .types import (
     EventRecord,
     ParseContext,
@@ -44,13 +44,28 @@ _DTD_RE = re.compile(r"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
 # --- shared -------------------------------------------------------------------------------------
 
 
+# RFC 1123, as JavaScript's Date.toUTCString() writes it (mocha's built-in xunit reporter):
+# "Fri, 04 Dec 2026 15:26:45 GMT".
+_RFC1123_RE = re.compile(r"[A-Z][a-z]{2}, \d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} ")
+# What producers write for "no time": the Unix epoch in the machine's zone (GoogleTest's
+# disabled suites, jest-junit's suite that failed to load) and year 1 (unittest-xml-reporting's
+# class-setup errors).
+_NO_TIME_RE = re.compile(r"\s*(?:0{0,3}1-01-01|1970-01-01|1969-12-31)[T ]")
+
+
 def _parse_time(value: str, ctx: ParseContext, line: int) -> dt.datetime | None:
-    """ISO 8601 (``Z`` or an offset; naive means ``ctx.tz``) as aware UTC; None if unreadable.
+    """ISO 8601 (``Z`` or an offset; naive means ``ctx.tz``) or RFC 1123 as aware UTC; None if
+    unreadable.
 
     A naive time that a daylight-saving change makes ambiguous is a ParseError at ``line``.
     """
     if not value.strip():
         return None
+    if _RFC1123_RE.match(value.strip() + " "):
+        try:
+            return parse_rfc1123(value)
+        except TimeError:
+            return None
     try:
         return parse_iso(value, ctx.tz)
     except LocalTimeError as exc:
@@ -108,8 +123,93 @@ def parse_junit(data: bytes, ctx: ParseContext) -> ParseResult:
         )
     result = ParseResult(kind=KIND_JUNIT)
     seen: dict[str, int] = {}
-    _walk_suites(root, None, ctx, result, seen)
+    file_time = _earliest_time(root, ctx)
+    _walk_suites(root, None, file_time, ctx, result, seen)
+    _declared_totals(root, file_time or default_time(ctx), ctx, result, seen)
     return result
+
+
+def _earliest_time(root: _Node, ctx: ParseContext) -> dt.datetime | None:
+    """The earliest real suite time of the file: when a suite stamped "no time" ran."""
+    times: list[dt.datetime] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        stamp = node.attrs.get("timestamp")
+        if stamp is not None and not _NO_TIME_RE.match(stamp):
+            at = _parse_time(stamp, ctx, node.line)
+            if at is not None:
+                times.append(at)
+        stack.extend(c for c in node.children if c.tag in ("testsuite", "testsuites"))
+    return min(times) if times else None
+
+
+def _declared_totals(
+    root: _Node,
+    at: dt.datetime | None,
+    ctx: ParseContext,
+    result: ParseResult,
+    seen: dict[str, int],
+) -> None:
+    """The file's declared counts (the root's ``tests``, ``failures``, ``errors``) against its
+    test cases: nothing is lost without a word. Errors or failures declared beyond the cases
+    (a Go package that failed to build, a suite that failed to load) are one error run of
+    their own, so a green harness is not read from a file that says otherwise."""
+    counted = {HarnessStatus.FAIL: 0, HarnessStatus.ERROR: 0}
+    cases = 0
+    for event in result.events:
+        cases += 1
+        status = event.attrs["status"]
+        if status in counted:
+            counted[status] += 1
+    declared: dict[str, int] = {}
+    for name in ("tests", "failures", "errors"):
+        try:
+            declared[name] = int(root.attrs.get(name, "").strip())
+        except ValueError:
+            continue
+    # Failures and errors together: producers split them differently (mocha's xunit reporter
+    # counts its failures as errors).
+    missing = {
+        "tests": declared.get("tests", 0) - cases,
+        "failures or errors": declared.get("failures", 0)
+        + declared.get("errors", 0)
+        - counted[HarnessStatus.FAIL]
+        - counted[HarnessStatus.ERROR],
+    }
+    if not any(n > 0 for n in missing.values()):
+        return
+    said = ", ".join(f"{n} {name}" for name, n in missing.items() if n > 0)
+    result.warnings.append(
+        f"{ctx.name}:{root.line}: <{root.tag}> declares {said} more than its <testcase> "
+        "elements show (e.g. a package that failed to build, a suite that failed to load, or "
+        "skipped tests the producer does not list)"
+    )
+    unlisted = missing["failures or errors"]
+    if unlisted <= 0 or at is None:
+        return
+    suite = root.attrs.get("name", "").strip() or ctx.name
+    result.events.append(
+        EventRecord(
+            kind=EventKind.HARNESS_RUN,
+            lane=Lane.HARNESS,
+            at=at,
+            key=_unique_key(f"{suite}/(declared)@{at.isoformat()}", seen),
+            title=f"{suite}: {unlisted} failures or errors without a test case error",
+            body="",
+            attrs={
+                "suite": suite,
+                "case": "(declared without a test case)",
+                "classname": "",
+                "status": HarnessStatus.ERROR,
+                "time_s": None,
+                "message": f"the file declares {said} more than its test cases show",
+                "score": None,
+                "threshold": None,
+            },
+            line=root.line,
+        )
+    )
 
 
 def _parse_xml(text: str, name: str) -> _Node:
@@ -155,13 +255,25 @@ def _parse_xml(text: str, name: str) -> _Node:
 def _walk_suites(
     node: _Node,
     inherited: dt.datetime | None,
+    file_time: dt.datetime | None,
     ctx: ParseContext,
     result: ParseResult,
     seen: dict[str, int],
 ) -> None:
     stamp = node.attrs.get("timestamp")
     at = inherited
-    if stamp is not None:
+    if stamp is not None and _NO_TIME_RE.match(stamp):
+        # "No time" written as a time: the suite ran with the rest of the file.
+        at = inherited or file_time
+        result.warnings.append(
+            f"{ctx.name}:{node.line}: <{node.tag}> timestamp {stamp!r} stands for no time; "
+            + (
+                f"read as {at.isoformat()} (the file's other suites)"
+                if at is not None
+                else "read as the file's default time"
+            )
+        )
+    elif stamp is not None:
         at = _parse_time(stamp, ctx, node.line)
         if at is None:
             raise ParseError(
@@ -173,7 +285,7 @@ def _walk_suites(
         _read_suite(node, at, ctx, result, seen)
     for child in node.children:
         if child.tag in ("testsuite", "testsuites"):
-            _walk_suites(child, at, ctx, result, seen)
+            _walk_suites(child, at, file_time, ctx, result, seen)
 
 
 def _read_suite(
@@ -193,7 +305,8 @@ def _read_suite(
         raise ParseError(
             ctx.name,
             suite.line,
-            f"testsuite {suite_name!r} has no timestamp attribute: expected "
+            f"testsuite {suite_name!r} has no timestamp attribute (or one that stands for no "
+            "time, such as the epoch): expected "
             'timestamp="2026-11-20T08:00:00" on the suite, or a default time for the file',
         )
     iso = at.isoformat()
@@ -229,6 +342,12 @@ def _read_suite(
         )
 
 
+# A case that never ran, said by an attribute rather than a <skipped> child: GoogleTest's
+# status="notrun" result="suppressed" (DISABLED_ tests), CTest's status="disabled".
+_NOT_RUN_STATUSES = frozenset({"notrun", "not run", "disabled", "skipped", "skip"})
+_NOT_RUN_RESULTS = frozenset({"suppressed", "skipped"})
+
+
 def _case_status(case: _Node) -> tuple[str, str, str]:
     """(status, short message, full detail such as a traceback); the worst child wins."""
     for tag, status in (
@@ -241,6 +360,12 @@ def _case_status(case: _Node) -> tuple[str, str, str]:
                 detail = "".join(child.text).strip()
                 message = child.attrs.get("message", "").strip() or detail
                 return status, _short(message), detail[:_DETAIL_MAX]
+    said = case.attrs.get("status", "").strip().lower()
+    result = case.attrs.get("result", "").strip().lower()
+    if said in _NOT_RUN_STATUSES or result in _NOT_RUN_RESULTS:
+        # Never ran: no pass (a green harness rules out model quality only by what ran).
+        words = " ".join(f'{k}="{case.attrs[k]}"' for k in ("status", "result") if k in case.attrs)
+        return HarnessStatus.SKIPPED, f"not run ({words})", ""
     return HarnessStatus.PASS, "", ""
 
 

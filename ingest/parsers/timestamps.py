@@ -21,6 +21,7 @@ The rules, the same for every format:
 from __future__ import annotations
 
 import datetime as dt
+import email.utils
 import math
 import re
 from dataclasses import dataclass
@@ -204,6 +205,24 @@ def parse_iso(text: str, tz: dt.tzinfo) -> dt.datetime:
             f"expected an ISO 8601 time such as 2026-11-20T08:00:00-08:00, got {text!r}"
         ) from None
     return in_zone(when, tz)
+
+
+def parse_rfc1123(text: str) -> dt.datetime:
+    """An RFC 1123 / RFC 2822 date (``Fri, 04 Dec 2026 15:26:45 GMT``, what JavaScript's
+    ``Date.toUTCString()`` writes) as aware UTC; one without a zone is UTC, as the RFC's
+    ``-0000`` says. Raises :class:`TimeError` for any other text."""
+    try:
+        when = email.utils.parsedate_to_datetime(text.strip())
+    except (TypeError, ValueError, IndexError):
+        raise TimeError(
+            f"expected an RFC 1123 date such as {_RFC1123_EXAMPLE}, got {text!r}"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return when.astimezone(dt.UTC)
+
+
+_RFC1123_EXAMPLE = "Fri, 04 Dec 2026 15:26:45 GMT"
 
 
 # A zone offset recorded malformed (git keeps ``+051800`` as it was written) is printed with

@@ -207,6 +207,16 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
         0,
         "Received sigquit from a child process. It usually means the child failed.",
     ),
+    # JUnit as six more producers write it (a sweep of 31 real harness files): an RFC 1123
+    # timestamp (mocha), "no time" written as the epoch or year 1 (jest-junit, GoogleTest,
+    # unittest-xml-reporting), tests that never ran said by an attribute (GoogleTest, CTest),
+    # and a package that failed to build counted only in the totals (gotestsum).
+    "mocha12_xunit_rfc1123_timestamp.xml": ("junit_xml", {"harness_run": 10}, 0, 0, 0, None),
+    "jest_junit17_epoch_suite_error.xml": ("junit_xml", {"harness_run": 10}, 0, 0, 1, None),
+    "gtest112_notrun_epoch.xml": ("junit_xml", {"harness_run": 10}, 0, 0, 1, None),
+    "ctest325_disabled.xml": ("junit_xml", {"harness_run": 15}, 0, 0, 0, None),
+    "gotestsum18_build_failed.xml": ("junit_xml", {"harness_run": 12}, 0, 0, 1, None),
+    "xmlrunner4_setupclass_year1.xml": ("junit_xml", {"harness_run": 1}, 0, 0, 1, None),
     # What a sweep of 30 pasted logs found (each is tested further below): a wrapper's time
     # before the server's own, a hard-wrapped ServerArgs, crashes printed outside SGLang's
     # logger, exception classes of any name, a 257-line traceback, one interleaved with other
@@ -560,3 +570,43 @@ def test_a_batched_request_is_one_request_per_rid_and_a_lost_bracket_is_said() -
         "issue26248_lost_bracket.log: 1 batch lines have no readable [YYYY-MM-DD HH:MM:SS] "
         "prefix (lines 1)"
     )
+
+
+def _statuses(result: ParseResult) -> Counter[str]:
+    return Counter(str(e.attrs["status"]) for e in result.events)
+
+
+def test_junit_times_as_producers_write_them() -> None:
+    mocha = parse("mocha12_xunit_rfc1123_timestamp.xml")  # "Fri, 04 Dec 2026 15:26:45 GMT"
+    assert {e.at for e in mocha.events} == {dt.datetime(2026, 12, 4, 15, 26, 45, tzinfo=dt.UTC)}
+    # A suite that failed to load, stamped 1970-01-01: it ran with the file's other suites (its
+    # error was the first bad moment of 1970 before).
+    jest = parse("jest_junit17_epoch_suite_error.xml")
+    (error,) = [e for e in jest.events if e.attrs["status"] == "error"]
+    assert error.at == dt.datetime(2026, 12, 4, 15, 27, 3, tzinfo=dt.UTC)
+    assert min(e.at for e in jest.events).year == 2026
+    # Year 1: no other suite, so the file's given time (refused before, error and all).
+    (setup,) = parse("xmlrunner4_setupclass_year1.xml").events
+    assert setup.attrs["status"] == "error" and setup.at == AT
+
+
+def test_junit_tests_that_never_ran_are_no_passes() -> None:
+    gtest = parse("gtest112_notrun_epoch.xml")  # status="notrun" result="suppressed"
+    assert _statuses(gtest) == {"pass": 4, "fail": 3, "skipped": 3}
+    disabled = [e for e in gtest.events if e.attrs["case"].startswith("DISABLED_")]
+    assert disabled and all(e.attrs["status"] == "skipped" for e in disabled)
+    assert disabled[0].attrs["message"] == 'not run (status="notrun" result="suppressed")'
+    ctest = parse("ctest325_disabled.xml")  # status="disabled", status="notrun"
+    assert _statuses(ctest) == {"pass": 5, "fail": 5, "skipped": 5}
+
+
+def test_failures_a_junit_file_counts_without_a_test_case_are_an_error_run() -> None:
+    result = parse("gotestsum18_build_failed.xml")  # pkgc did not build: errors="1", no case
+    (declared,) = [e for e in result.events if e.attrs["case"] == "(declared without a test case)"]
+    assert declared.attrs["status"] == "error"
+    assert declared.at == dt.datetime(2026, 12, 4, 15, 29, 19, tzinfo=dt.UTC)
+    assert result.warnings == [
+        "gotestsum18_build_failed.xml:2: <testsuites> declares 1 failures or errors more than "
+        "its <testcase> elements show (e.g. a package that failed to build, a suite that failed "
+        "to load, or skipped tests the producer does not list)"
+    ]
