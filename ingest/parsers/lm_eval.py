@@ -46,23 +46,33 @@ _NOT_SCORES = frozenset({"sample_len", "sample_count", "n-samples", "num_samples
 _LM03_METRIC_RE = re.compile(r'"[A-Za-z0-9_]+_stderr"\s*:')
 
 
+# Metrics where lower is better, for files that do not say (0.3 writes no higher_is_better).
+_LOWER_IS_BETTER = frozenset(
+    {"ppl", "perplexity", "word_perplexity", "byte_perplexity", "bits_per_byte"}
+)
+
+
 def _headline(
     task: str, metrics: dict[str, float | None], higher_is_better: Any
-) -> tuple[str, float] | None:
-    """The task's own metric: the first one lm-eval lists in ``higher_is_better`` for the task
-    (0.4: ``acc`` names ``"acc,none"``), else the first score that is not a count
-    (``sample_len``) or a standard error."""
+) -> tuple[str, float, bool | None] | None:
+    """The task's own metric and whether higher is better: the first one lm-eval lists in
+    ``higher_is_better`` for the task (0.4: ``acc`` names ``"acc,none"``), else the first
+    score that is not a count (``sample_len``) or a standard error, one where higher is better
+    before a perplexity (0.3's lambada lists ``ppl`` before ``acc``)."""
     candidates = [(k, v) for k, v in metrics.items() if v is not None]
     declared = higher_is_better.get(task) if isinstance(higher_is_better, dict) else None
     if isinstance(declared, dict):
-        for metric in declared:
+        for metric, better in declared.items():
             for key, value in candidates:
                 if key == metric or key.split(",", 1)[0] == metric:
-                    return key, value
-    for key, value in candidates:
-        base = key.split(",", 1)[0]
-        if base not in _NOT_SCORES and not base.endswith("_stderr"):
-            return key, value
+                    return key, value, better if isinstance(better, bool) else None
+    scores = [
+        (key, value)
+        for key, value in candidates
+        if key.split(",", 1)[0] not in _NOT_SCORES and not key.split(",", 1)[0].endswith("_stderr")
+    ]
+    for key, value in sorted(scores, key=lambda kv: kv[0].split(",", 1)[0] in _LOWER_IS_BETTER):
+        return key, value, key.split(",", 1)[0] not in _LOWER_IS_BETTER
     return None
 
 
@@ -98,6 +108,8 @@ def parse_lm_eval(data: bytes, ctx: ParseContext) -> ParseResult:
         title = f"lm-eval {task} scored"
         if headline is not None:
             title += f": {headline[0]} {headline[1]:.4g}"
+            if headline[2] is False:
+                title += " (lower is better)"
         result.events.append(
             EventRecord(
                 kind=EventKind.HARNESS_RUN,
@@ -114,6 +126,8 @@ def parse_lm_eval(data: bytes, ctx: ParseContext) -> ParseResult:
                     "metrics": metrics,
                     "model": model,
                     "score": headline[1] if headline is not None else None,
+                    "score_metric": headline[0] if headline is not None else "",
+                    "higher_is_better": headline[2] if headline is not None else None,
                     "threshold": None,
                 },
             )

@@ -207,6 +207,17 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
         0,
         "Received sigquit from a child process. It usually means the child failed.",
     ),
+    # lm-eval 0.3 listing ppl before acc; 0.4 with a group, generation filters and a
+    # perplexity task whose metrics are lower-is-better.
+    "lm_eval_0.3_bloom560m_lambada.json": ("lm_eval_json", {"harness_run": 2}, 0, 0, 0, None),
+    "lm_eval_0.4_group_gen_ppl_results.json": (
+        "lm_eval_json",
+        {"harness_run": 5},
+        0,
+        0,
+        0,
+        None,
+    ),
     # JUnit as six more producers write it (a sweep of 31 real harness files): an RFC 1123
     # timestamp (mocha), "no time" written as the epoch or year 1 (jest-junit, GoogleTest,
     # unittest-xml-reporting), tests that never ran said by an attribute (GoogleTest, CTest),
@@ -610,3 +621,16 @@ def test_failures_a_junit_file_counts_without_a_test_case_are_an_error_run() -> 
         "its <testcase> elements show (e.g. a package that failed to build, a suite that failed "
         "to load, or skipped tests the producer does not list)"
     ]
+
+
+def test_an_lm_eval_headline_is_a_score_with_its_direction() -> None:
+    lambada = {e.attrs["task"]: e for e in parse("lm_eval_0.3_bloom560m_lambada.json").events}
+    # 0.3 lists "ppl" first: the headline is the accuracy, not a perplexity of 28.7
+    assert lambada["lambada_openai"].attrs["score_metric"] == "acc"
+    assert lambada["lambada_openai"].attrs["score"] == pytest.approx(0.3539, abs=1e-4)
+    assert lambada["lambada_openai"].attrs["higher_is_better"] is True
+    tasks = {e.attrs["task"]: e for e in parse("lm_eval_0.4_group_gen_ppl_results.json").events}
+    ppl = tasks["sweep_ppl"]  # "higher_is_better": {"sweep_ppl": {"word_perplexity": false}}
+    assert ppl.attrs["score_metric"] == "word_perplexity,none"
+    assert ppl.attrs["higher_is_better"] is False
+    assert ppl.title.endswith("(lower is better)")
