@@ -36,6 +36,7 @@ JSONL_STATUSES = tuple(
 )
 _JSONL_FIELDS = {"ts", "suite", "case", "status", "score", "threshold", "time_s", "message"}
 _MESSAGE_MAX = 500
+_TIME_MAX_S = 7 * 86_400  # a test case's time beyond this is more likely another unit
 _DETAIL_MAX = 8000
 _TIME_EXAMPLE = "an ISO 8601 time such as 2026-11-20T08:00:00-08:00"
 _DTD_RE = re.compile(r"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
@@ -317,6 +318,12 @@ def _read_suite(
         classname = case.attrs.get("classname", "").strip()
         status, message, detail = _case_status(case)
         time_s = _case_time(case, ctx)
+        if time_s is not None and time_s > _TIME_MAX_S:
+            result.warnings.append(
+                f"{ctx.name}:{case.line}: testcase {case_name!r} took {time_s:g} s by its time "
+                "attribute (over a week): the producer may write milliseconds or nanoseconds; "
+                "kept as written"
+            )
         qualified = f"{classname}.{case_name}" if classname else case_name
         key = _unique_key(f"{suite_name}/{qualified}@{iso}", seen)
         result.events.append(
@@ -346,6 +353,8 @@ def _read_suite(
 # status="notrun" result="suppressed" (DISABLED_ tests), CTest's status="disabled".
 _NOT_RUN_STATUSES = frozenset({"notrun", "not run", "disabled", "skipped", "skip"})
 _NOT_RUN_RESULTS = frozenset({"suppressed", "skipped"})
+# Maven Surefire's reruns of a test that passed in the end (rerunFailingTestsCount).
+_RERUN_TAGS = frozenset({"flakyFailure", "flakyError"})
 
 
 def _case_status(case: _Node) -> tuple[str, str, str]:
@@ -360,6 +369,16 @@ def _case_status(case: _Node) -> tuple[str, str, str]:
                 detail = "".join(child.text).strip()
                 message = child.attrs.get("message", "").strip() or detail
                 return status, _short(message), detail[:_DETAIL_MAX]
+    flaky = [c for c in case.children if c.tag in _RERUN_TAGS]
+    if flaky:
+        # Surefire's rerun: it failed, then passed. A pass, and the failures say so.
+        first = flaky[0]
+        message = first.attrs.get("message", "").strip() or "".join(first.text).strip()
+        return (
+            HarnessStatus.PASS,
+            _short(f"flaky: passed after {len(flaky)} failed run(s): {message}"),
+            "",
+        )
     said = case.attrs.get("status", "").strip().lower()
     result = case.attrs.get("result", "").strip().lower()
     if said in _NOT_RUN_STATUSES or result in _NOT_RUN_RESULTS:

@@ -218,6 +218,10 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
         0,
         None,
     ),
+    # Fixtures of a JUnit-reporting action (verbatim): a Surefire test that failed, then passed
+    # on a rerun; container-structure-test's times in nanoseconds, fewer cases than declared.
+    "surefire_flaky_failure.xml": ("junit_xml", {"harness_run": 1}, 0, 0, 0, None),
+    "container_structure_test_ns_time.xml": ("junit_xml", {"harness_run": 3}, 0, 0, 2, None),
     # JUnit as six more producers write it (a sweep of 31 real harness files): an RFC 1123
     # timestamp (mocha), "no time" written as the epoch or year 1 (jest-junit, GoogleTest,
     # unittest-xml-reporting), tests that never ran said by an attribute (GoogleTest, CTest),
@@ -634,3 +638,14 @@ def test_an_lm_eval_headline_is_a_score_with_its_direction() -> None:
     assert ppl.attrs["score_metric"] == "word_perplexity,none"
     assert ppl.attrs["higher_is_better"] is False
     assert ppl.title.endswith("(lower is better)")
+
+
+def test_a_flaky_pass_says_so_and_an_absurd_time_is_warned() -> None:
+    (flaky,) = parse("surefire_flaky_failure.xml").events
+    assert flaky.attrs["status"] == "pass"
+    assert flaky.attrs["message"].startswith("flaky: passed after 1 failed run(s): Expected:")
+    nanos = parse("container_structure_test_ns_time.xml")
+    assert nanos.warnings[0].startswith(
+        "container_structure_test_ns_time.xml:3: testcase 'Command Test: apt-get upgrade' took "
+        "9.99638e+08 s"
+    )
