@@ -7,6 +7,7 @@ are kept as plain attrs.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -123,11 +124,34 @@ def parse_junit(data: bytes, ctx: ParseContext) -> ParseResult:
             ctx.name, root.line, f"expected a <testsuites> or <testsuite> root, found <{root.tag}>"
         )
     result = ParseResult(kind=KIND_JUNIT)
+    producer = _utc_producer(root)
+    if producer and ctx.tz != dt.UTC:
+        # Its zone-less times are UTC (it writes toISOString() without the "Z"), not the
+        # incident's local times.
+        ctx = dataclasses.replace(ctx, tz=dt.UTC)
+        result.warnings.append(
+            f"{ctx.name}: written by {producer}, whose times carry no zone but are UTC: "
+            "read as UTC, not in the incident's time zone"
+        )
     seen: dict[str, int] = {}
     file_time = _earliest_time(root, ctx)
     _walk_suites(root, None, file_time, ctx, result, seen)
     _declared_totals(root, file_time or default_time(ctx), ctx, result, seen)
     return result
+
+
+def _utc_producer(root: _Node) -> str:
+    """The producer, by the names it gives by default, when it writes UTC without a zone:
+    jest-junit (``<testsuites name="jest tests">``) and mocha-junit-reporter (``<testsuites
+    name="Mocha Tests">`` around a ``Root Suite``), both ``new Date().toISOString()`` with the
+    "Z" cut off. Others (GoogleTest, unittest-xml-reporting, Robot) write local time."""
+    name = root.attrs.get("name", "")
+    suites = [c.attrs.get("name", "") for c in root.children if c.tag == "testsuite"]
+    if root.tag == "testsuites" and name == "jest tests":
+        return "jest-junit"
+    if root.tag == "testsuites" and name == "Mocha Tests" and "Root Suite" in suites:
+        return "mocha-junit-reporter"
+    return ""
 
 
 def _earliest_time(root: _Node, ctx: ParseContext) -> dt.datetime | None:

@@ -231,6 +231,7 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
     "gtest112_notrun_epoch.xml": ("junit_xml", {"harness_run": 10}, 0, 0, 1, None),
     "ctest325_disabled.xml": ("junit_xml", {"harness_run": 15}, 0, 0, 0, None),
     "gotestsum18_build_failed.xml": ("junit_xml", {"harness_run": 12}, 0, 0, 1, None),
+    "mocha_junit_reporter221_utc.xml": ("junit_xml", {"harness_run": 8}, 0, 0, 1, None),
     "xmlrunner4_setupclass_year1.xml": ("junit_xml", {"harness_run": 1}, 0, 0, 1, None),
     # What a sweep of 30 pasted logs found (each is tested further below): a wrapper's time
     # before the server's own, a hard-wrapped ServerArgs, crashes printed outside SGLang's
@@ -649,3 +650,21 @@ def test_a_flaky_pass_says_so_and_an_absurd_time_is_warned() -> None:
         "container_structure_test_ns_time.xml:3: testcase 'Command Test: apt-get upgrade' took "
         "9.99638e+08 s"
     )
+
+
+def test_junit_producers_that_write_utc_without_a_zone_are_read_as_utc() -> None:
+    """jest-junit and mocha-junit-reporter cut the "Z" off toISOString(); GoogleTest writes
+    the machine's local time (Los Angeles, when these ran at 15:27-15:28 UTC)."""
+    import zoneinfo
+
+    los_angeles = zoneinfo.ZoneInfo("America/Los_Angeles")
+    for name, utc in (
+        ("jest_junit17_epoch_suite_error.xml", dt.datetime(2026, 12, 4, 15, 27, 3, tzinfo=dt.UTC)),
+        ("mocha_junit_reporter221_utc.xml", dt.datetime(2026, 12, 4, 15, 26, 54, tzinfo=dt.UTC)),
+        ("gtest112_notrun_epoch.xml", dt.datetime(2026, 12, 4, 15, 28, 32, 319000, tzinfo=dt.UTC)),
+    ):
+        data = (REAL / name).read_bytes()
+        fmt = sniff.sniff(name, data[: sniff.HEAD_BYTES])
+        assert fmt is not None
+        result = fmt.parse(data, ParseContext(name, tz=los_angeles))
+        assert min(e.at for e in result.events) == utc, name
