@@ -203,9 +203,14 @@ def _container_launch(words: Sequence[Word], i: int, env: list[Word]) -> Launch 
     if i >= n or words[i].text != "run":
         return None
     i += 1
+    interactive = False
     while i < n and words[i].text.startswith("-"):
         option = words[i].text
         name, eq, value = option.partition("=")
+        if name == "--interactive" or (
+            not name.startswith("--") and "i" in name and "t" in name and "d" not in name
+        ):
+            interactive = True
         if name in ("-e", "--env") and (eq or i + 1 < n):
             setting = value if eq else words[i + 1].text
             if _ENV_WORD.match(setting) and not (words[i + 1].placeholder if not eq else False):
@@ -215,6 +220,8 @@ def _container_launch(words: Sequence[Word], i: int, env: list[Word]) -> Launch 
         return None
     image = words[i]
     rest = list(words[i + 1 :])
+    if not rest and interactive:
+        return None  # `docker run -it IMAGE`: a shell in the image to work in, no server yet
     if rest and not rest[0].text.startswith("-") and not rest[0].placeholder:
         if posixpath.basename(rest[0].text) in _SHELLS and len(rest) >= 3 and rest[1].text == "-c":
             rest = lex(rest[2].text, rest[2].line, lambda _name: None)

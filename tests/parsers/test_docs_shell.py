@@ -86,6 +86,24 @@ def test_server_launches_give_their_flags(command: str, expected: list[tuple[str
     assert sh(command + "\n") == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "launched"),
+    [
+        # The vLLM recipe for AMD GPUs: a shell in the image to work in, the server comes later.
+        ("docker run -it --rm -e SHELL=/bin/bash --network=host rocm/vllm:latest\n", False),
+        ("docker run --interactive --tty -e A=1 vllm/vllm-openai\n", False),
+        # Detached with a tty, or given flags: the image's entrypoint starts the server.
+        ("docker run -dit -e A=1 vllm/vllm-openai\n", True),
+        ("docker run -it -e A=1 vllm/vllm-openai --model m\n", True),
+    ],
+)
+def test_an_interactive_docker_run_without_a_command_is_no_launch(
+    text: str, launched: bool
+) -> None:
+    launches = [s for s in shell_settings(text, where="s.sh") if s.scope == "env"]
+    assert bool(launches) == launched
+
+
 def test_docker_env_and_launch_prefixes_are_the_servers_environment() -> None:
     text = (
         'docker run -e SGLANG_ENABLE_PDL=1 --env "HF_TOKEN=<secret>" --env=NCCL_DEBUG=WARN \\\n'
