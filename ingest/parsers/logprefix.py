@@ -119,9 +119,9 @@ def unwrap(lines: Sequence[str], file: str = "", *, strict: bool = True) -> list
     out: list[str] = []
     times: list[tuple[dt.datetime, int]] = []
     shipper = ""
-    wrapped = any(_DOUBLE_STAMP.match(strip_line(line)[0]) for line in lines[:200])
-    for lineno, line in enumerate(lines, 1):
-        bare, name, when = strip_line(line)
+    stripped = [strip_line(line) for line in lines]
+    wrapped = any(_DOUBLE_STAMP.match(bare) for bare, _, _ in stripped[:200])
+    for lineno, (bare, name, when) in enumerate(stripped, 1):
         if wrapped and (stamp := _WRAPPER_STAMP.match(bare)) is not None:
             bare = bare[stamp.end() :]
             name = name or "bracketed local time"

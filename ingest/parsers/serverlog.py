@@ -135,16 +135,23 @@ class _Error:
     # exception comes last, and names the error).
     omitted: int = 0
     tail: deque[str] = field(default_factory=lambda: deque(maxlen=_BODY_TAIL_LINES))
-    framing: bool = False  # inside a traceback, before its exception line
+    # Inside a traceback, before its exception line: lines from other processes may come
+    # between its frames (an interleaved log) and it goes on after them.
+    framing: bool = False
+    exception: str = ""  # the last exception line seen (after any "During handling..." chain)
 
     def __post_init__(self) -> None:
         self.framing = any(_TRACEBACK in raw for raw in self.lines)
 
     def add(self, raw: str) -> None:
-        if raw.startswith(_FRAME) or _TRACEBACK in raw:
+        text = raw.rstrip()
+        if text.startswith(_FRAME) or _TRACEBACK in text:
             self.framing = True
-        elif self.framing and raw[:1].strip() and _RAISED_LINE_RE.fullmatch(raw.rstrip()):
-            self.framing = False  # the exception that ends the traceback
+        elif text[:1].strip() and (
+            _EXCEPTION_LINE_RE.fullmatch(text) or (self.framing and _RAISED_LINE_RE.fullmatch(text))
+        ):
+            self.exception = text  # what ends a traceback, whatever its class is called
+            self.framing = False
         if len(self.lines) < _BODY_MAX_LINES:
             self.lines.append(raw)
         else:
@@ -158,26 +165,10 @@ class _Error:
         gap = [f"... {left_out} lines left out ..."] if left_out else []
         return [*self.lines, *gap, *self.tail]
 
-    def in_frames(self) -> bool:
-        """Whether the traceback is still going on (its exception not yet seen): lines from
-        other processes may come between its frames (an interleaved log)."""
-        return self.framing
-
     def headline(self) -> str:
         """The title: the exception line that ended the traceback (the last one, after any
         "During handling..." chain), after the words that announced it; else the first line."""
-        exception = ""
-        after_frames = False
-        for raw in [*self.lines[1:], *self.tail]:
-            text = raw.rstrip()
-            if text.startswith(_FRAME):
-                after_frames = True
-            elif text and not text[0].isspace():
-                if _EXCEPTION_LINE_RE.fullmatch(text) or (
-                    after_frames and _RAISED_LINE_RE.fullmatch(text)
-                ):
-                    exception = text
-                after_frames = False
+        exception = self.exception
         if not exception:
             return self.title
         context = self.title.split(_TRACEBACK, 1)[0].strip()
@@ -295,7 +286,7 @@ class _LogParser:
         self.current = at
         message = self.message = raw[match.end() :]
         if self.error is not None:
-            self.open_traceback = self.error if self.error.in_frames() else None
+            self.open_traceback = self.error if self.error.framing else None
             self.interrupting = 0
         elif self.open_traceback is not None:
             self.interrupting += 1
