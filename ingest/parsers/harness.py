@@ -48,7 +48,7 @@ _DTD_RE = re.compile(r"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
 
 # RFC 1123, as JavaScript's Date.toUTCString() writes it (mocha's built-in xunit reporter):
 # "Fri, 04 Dec 2026 15:26:45 GMT".
-_RFC1123_RE = re.compile(r"[A-Z][a-z]{2}, \d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} ")
+_RFC1123_RE = re.compile(r"[A-Z][a-z]{2}, \d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2}\b")
 # What producers write for "no time": the Unix epoch in the machine's zone (GoogleTest's
 # disabled suites, jest-junit's suite that failed to load) and year 1 (unittest-xml-reporting's
 # class-setup errors).
@@ -63,7 +63,7 @@ def _parse_time(value: str, ctx: ParseContext, line: int) -> dt.datetime | None:
     """
     if not value.strip():
         return None
-    if _RFC1123_RE.match(value.strip() + " "):
+    if _RFC1123_RE.match(value.strip()):
         try:
             return parse_rfc1123(value)
         except TimeError:
@@ -134,8 +134,9 @@ def parse_junit(data: bytes, ctx: ParseContext) -> ParseResult:
             "read as UTC, not in the incident's time zone"
         )
     seen: dict[str, int] = {}
-    file_time = _earliest_time(root, ctx)
-    _walk_suites(root, None, file_time, ctx, result, seen)
+    times = _suite_times(root, ctx)
+    file_time = min((t for t in times.values() if t is not None), default=None)
+    _walk_suites(root, None, file_time, times, ctx, result, seen)
     _declared_totals(root, file_time or default_time(ctx), ctx, result, seen)
     return result
 
@@ -154,19 +155,30 @@ def _utc_producer(root: _Node) -> str:
     return ""
 
 
-def _earliest_time(root: _Node, ctx: ParseContext) -> dt.datetime | None:
-    """The earliest real suite time of the file: when a suite stamped "no time" ran."""
-    times: list[dt.datetime] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
+def _suite_times(root: _Node, ctx: ParseContext) -> dict[int, dt.datetime | None]:
+    """Each suite's own ``timestamp`` (keyed by ``id(node)``, in document order), read once;
+    None where it stands for no time (the epoch, year 1). An unreadable one is a ParseError."""
+    times: dict[int, dt.datetime | None] = {}
+
+    def visit(node: _Node) -> None:
         stamp = node.attrs.get("timestamp")
-        if stamp is not None and not _NO_TIME_RE.match(stamp):
+        if stamp is not None and _NO_TIME_RE.match(stamp):
+            times[id(node)] = None
+        elif stamp is not None:
             at = _parse_time(stamp, ctx, node.line)
-            if at is not None:
-                times.append(at)
-        stack.extend(c for c in node.children if c.tag in ("testsuite", "testsuites"))
-    return min(times) if times else None
+            if at is None:
+                raise ParseError(
+                    ctx.name,
+                    node.line,
+                    f"<{node.tag}> timestamp {stamp!r} is not a time: expected {_TIME_EXAMPLE}",
+                )
+            times[id(node)] = at
+        for child in node.children:
+            if child.tag in ("testsuite", "testsuites"):
+                visit(child)
+
+    visit(root)
+    return times
 
 
 def _declared_totals(
@@ -215,25 +227,55 @@ def _declared_totals(
         return
     suite = root.attrs.get("name", "").strip() or ctx.name
     result.events.append(
-        EventRecord(
-            kind=EventKind.HARNESS_RUN,
-            lane=Lane.HARNESS,
+        _junit_run(
             at=at,
             key=_unique_key(f"{suite}/(declared)@{at.isoformat()}", seen),
             title=f"{suite}: {unlisted} failures or errors without a test case error",
+            suite=suite,
+            case="(declared without a test case)",
+            classname="",
+            status=HarnessStatus.ERROR,
+            time_s=None,
+            message=f"the file declares {said} more than its test cases show",
             body="",
-            attrs={
-                "suite": suite,
-                "case": "(declared without a test case)",
-                "classname": "",
-                "status": HarnessStatus.ERROR,
-                "time_s": None,
-                "message": f"the file declares {said} more than its test cases show",
-                "score": None,
-                "threshold": None,
-            },
             line=root.line,
         )
+    )
+
+
+def _junit_run(
+    *,
+    at: dt.datetime,
+    key: str,
+    title: str,
+    suite: str,
+    case: str,
+    classname: str,
+    status: str,
+    time_s: float | None,
+    message: str,
+    body: str,
+    line: int,
+) -> EventRecord:
+    """One JUnit run as a ``harness_run`` event (JUnit gives no score or threshold)."""
+    return EventRecord(
+        kind=EventKind.HARNESS_RUN,
+        lane=Lane.HARNESS,
+        at=at,
+        key=key,
+        title=title,
+        body=body,
+        attrs={
+            "suite": suite,
+            "case": case,
+            "classname": classname,
+            "status": status,
+            "time_s": time_s,
+            "message": message,
+            "score": None,
+            "threshold": None,
+        },
+        line=line,
     )
 
 
@@ -281,13 +323,14 @@ def _walk_suites(
     node: _Node,
     inherited: dt.datetime | None,
     file_time: dt.datetime | None,
+    times: dict[int, dt.datetime | None],
     ctx: ParseContext,
     result: ParseResult,
     seen: dict[str, int],
 ) -> None:
     stamp = node.attrs.get("timestamp")
-    at = inherited
-    if stamp is not None and _NO_TIME_RE.match(stamp):
+    at = times.get(id(node), inherited)
+    if stamp is not None and at is None:
         # "No time" written as a time: the suite ran with the rest of the file.
         at = inherited or file_time
         result.warnings.append(
@@ -298,19 +341,11 @@ def _walk_suites(
                 else "read as the file's default time"
             )
         )
-    elif stamp is not None:
-        at = _parse_time(stamp, ctx, node.line)
-        if at is None:
-            raise ParseError(
-                ctx.name,
-                node.line,
-                f"<{node.tag}> timestamp {stamp!r} is not a time: expected {_TIME_EXAMPLE}",
-            )
     if node.tag == "testsuite":
         _read_suite(node, at, ctx, result, seen)
     for child in node.children:
         if child.tag in ("testsuite", "testsuites"):
-            _walk_suites(child, at, file_time, ctx, result, seen)
+            _walk_suites(child, at, file_time, times, ctx, result, seen)
 
 
 def _read_suite(
@@ -351,23 +386,17 @@ def _read_suite(
         qualified = f"{classname}.{case_name}" if classname else case_name
         key = _unique_key(f"{suite_name}/{qualified}@{iso}", seen)
         result.events.append(
-            EventRecord(
-                kind=EventKind.HARNESS_RUN,
-                lane=Lane.HARNESS,
+            _junit_run(
                 at=at,
                 key=key,
                 title=f"{suite_name}: {case_name} {status}",
+                suite=suite_name,
+                case=case_name,
+                classname=classname,
+                status=status,
+                time_s=time_s,
+                message=message,
                 body=_case_body(message, detail),
-                attrs={
-                    "suite": suite_name,
-                    "case": case_name,
-                    "classname": classname,
-                    "status": status,
-                    "time_s": time_s,
-                    "message": message,
-                    "score": None,
-                    "threshold": None,
-                },
                 line=case.line,
             )
         )
