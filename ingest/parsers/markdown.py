@@ -120,7 +120,7 @@ def document_settings(tokens: Sequence[Token], path: str) -> tuple[list[Setting]
                 content = (
                     strip_console_prompts(token.content) if lang in _CONSOLE else token.content
                 )
-                first_line = (token.map[0] + 2) if token.map else 1
+                first_line = fence_body_line(token)
                 try:
                     content, joined = join_dangling_flags(content, first_line=first_line, path=path)
                     reader.feed(
@@ -149,7 +149,7 @@ def _yaml_block_settings(token: Token, path: str, heading: str) -> list[Setting]
     it launches a server, since its values are that server's and not the whole document's."""
     from .configfiles import yaml_launch_settings  # (configfiles reads Markdown through here)
 
-    first_line = (token.map[0] + 2) if token.map else 1
+    first_line = fence_body_line(token)
     settings = yaml_launch_settings(path, token.content, first_line=first_line)
     flags = {s.key: s.value for s in settings if s.scope == Scope.FLAG}
     if not flags:
@@ -313,6 +313,11 @@ def plain_text(inline: Token) -> str:
         elif child.type == "image":
             parts.append(child.content)
     return "".join(parts)
+
+
+def fence_body_line(token: Token) -> int:
+    """The 1-based line a fenced block's content starts at (the line after its fence)."""
+    return token.map[0] + 2 if token.map else 1
 
 
 def token_line(token: Token) -> int:
