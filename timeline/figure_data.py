@@ -152,6 +152,15 @@ class Overlay:
     # secrets) are read fresh per build, never kept in Redis.
     has_remotes: bool
 
+    @functools.cached_property
+    def series_by_name(self) -> dict[str, list[Series]]:
+        """The series under each name, names sorted: every window asks which of a fleet's
+        series its panels hold (~25 us a window for 200 series when filtered each time)."""
+        out: dict[str, list[Series]] = {}
+        for s in sorted(self.series, key=lambda s: s.name):
+            out.setdefault(s.name, []).append(s)
+        return out
+
 
 OVERLAY_CACHE_SECONDS = 3600
 
@@ -300,8 +309,11 @@ def zoom_is_small(
     (timeline.views.incidents.timeline_data neither asks Redis for such a zoom nor keeps it.)"""
     if start is None or layer.events is None or layer.has_remotes:
         return False
-    names = set(_panel_names(layer, series))
-    rows = sum(selectors.estimated_rows(s, start, end) for s in layer.series if s.name in names)
+    rows = sum(
+        selectors.estimated_rows(s, start, end)
+        for name in _panel_names(layer, series)
+        for s in layer.series_by_name[name]
+    )
     return rows < ZOOM_SMALL_BELOW_ROWS
 
 
@@ -311,7 +323,7 @@ ZOOM_SMALL_BELOW_ROWS = 500_000
 
 def _panel_names(layer: Overlay, asked: list[str]) -> list[str]:
     """:func:`picked_panels` of the overlay's series for the ``series`` parameters asked."""
-    return picked_panels([n for n in asked if n], sorted({s.name for s in layer.series}))
+    return picked_panels([n for n in asked if n], list(layer.series_by_name))
 
 
 def picked_panels(asked: list[str], names: list[str]) -> list[str]:
@@ -381,9 +393,11 @@ def timeline_figure_data(
     order = {name: i for i, name in enumerate(titles)}
     # The usual panels first, in their usual order; any other picked series after them.
     names = sorted(_panel_names(layer, series or []), key=lambda n: (order.get(n, len(order)), n))
-    wanted = set(names)
     points = selectors.series_downsampled(
-        [s for s in layer.series if s.name in wanted], start, end, max_points=max_points
+        [s for name in names for s in layer.series_by_name[name]],
+        start,
+        end,
+        max_points=max_points,
     )
     panels = []
     for name in names:

@@ -69,7 +69,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # A NUL or a lone surrogate in the path or a parameter: 400 before any view or axes reads it.
     "timeline.middleware.RefuseNulMiddleware",
-    "csp.middleware.CSPMiddleware",
+    # django-csp's, with the settings' policy built once (timeline.middleware).
+    "timeline.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
