@@ -194,6 +194,10 @@ def test_the_real_corpus_ingests_with_every_record_stored_or_counted(incident, t
     assert set(failed) == {
         "query_range_error_bad_data.json",
         "sglang/shipped_tab_export_newest_first.tsv",
+        # Refused with the line (tests/parsers/test_real_corpus.py): three scrapes without
+        # timestamps in one file, and a pasted scrape cut with "...".
+        "prometheus_client_3scrapes_no_timestamps.prom",
+        "dcgm_exporter_readme_ellipsis.prom",
     }
     assert "Prometheus returned an error (bad_data)" in failed["query_range_error_bad_data.json"]
     # The four copies of one SGLang excerpt (plain and behind three shippers' prefixes): a

@@ -45,6 +45,12 @@ def summary(result: ParseResult) -> dict[str, Any]:
 GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
     "prometheus_self_metrics.prom": ("prometheus_text", {}, 376, 376, 0, None),
     "node_exporter_metrics.prom": ("prometheus_text", {}, 507, 507, 0, None),
+    # Every line names its series by labels alone: {__name__="...", ...} value ms.
+    "promtool242_tsdb_dump.txt": ("prometheus_text", {}, 4, 300, 0, None),
+    # prometheus-client 0.26's OpenMetrics: ':' in family names, '_' in their samples' names.
+    "prometheus_client026_openmetrics_colons.txt": ("prometheus_text", {}, 58, 58, 1, None),
+    # Five /federate pulls 1 s apart at a 2 s scrape interval: 126 samples came twice.
+    "prometheus242_federate_5x_1s.prom": ("prometheus_text", {}, 63, 189, 1, None),
     "query_range_up.json": ("prometheus_query_range", {}, 2, 26, 0, None),
     "query_range_rate_http_requests.json": ("prometheus_query_range", {}, 1, 13, 0, None),
     "nvidia_smi_bpytop26_no_timestamp.csv": ("nvidia_smi_csv", {}, 16, 16, 0, None),
@@ -348,11 +354,49 @@ def test_every_corpus_file_has_a_golden_summary_or_a_refusal_test() -> None:
         for p in [*REAL.glob("*"), *(REAL / "sglang").glob("*")]
         if p.is_file() and p.suffix not in (".sh", ".md", ".py") and p.name != "versions.txt"
     }
-    refused = {"query_range_error_bad_data.json", "sglang/shipped_tab_export_newest_first.tsv"}
+    refused = {
+        "query_range_error_bad_data.json",
+        "sglang/shipped_tab_export_newest_first.tsv",
+        "prometheus_client_3scrapes_no_timestamps.prom",
+        "dcgm_exporter_readme_ellipsis.prom",
+    }
     assert files == set(GOLDEN) | refused
 
 
 # --- refusals name the format and what to do -----------------------------------------------------
+
+
+def test_scrapes_appended_without_timestamps_are_refused_as_such() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse("prometheus_client_3scrapes_no_timestamps.prom")
+    # The second scrape's first sample whose value moved (the first lines repeat exactly).
+    assert caught.value.line == 132
+    assert "second scrape without timestamps" in str(caught.value)
+    assert "one scrape per file" in str(caught.value)
+
+
+def test_a_pasted_scrape_cut_with_an_ellipsis_is_read_as_one_and_refused_at_the_cut() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse("dcgm_exporter_readme_ellipsis.prom")
+    assert caught.value.line == 7
+    assert "'...'" in str(caught.value)
+
+
+def test_overlapping_federate_pulls_keep_each_sample_once_and_say_so() -> None:
+    result = parse("prometheus242_federate_5x_1s.prom")
+    assert any("126 samples repeated exactly" in w for w in result.warnings)
+    for block in result.samples:
+        assert list(block.ts_ms) == sorted(set(block.ts_ms))  # once each, in order
+
+
+def test_openmetrics_samples_escaped_by_prometheus_client_keep_their_familys_colon_name() -> None:
+    result = parse("prometheus_client026_openmetrics_colons.txt")
+    names = {block.key.name for block in result.samples}
+    assert {"sglang:num_running_reqs", "sglang:prompt_tokens_total", "sglang:server_state"} <= names
+    assert not any(name.startswith("sglang_") for name in names)
+    running = [b for b in result.samples if b.key.name == "sglang:num_running_reqs"]
+    assert [b.type for b in running] == ["gauge", "gauge"]
+    assert any("prometheus-client's escaping" in w for w in result.warnings)
 
 
 def test_prometheus_error_answer_is_reported_as_prometheus_error() -> None:

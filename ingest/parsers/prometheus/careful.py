@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 from ..series import check_order, series_repr
 from ..text import decode
+from ..timestamps import ms_iso
 from ..types import ParseContext, ParseError
 from .chunks import raw_chunks
 from .grammar import (
@@ -59,6 +60,7 @@ def parse_careful(
     val_cols: list[array[float]] = []
     fallback_ms = default_ms(ctx)
     unplaced = Unplaced()
+    repeats = first_repeat = 0
     for first, lines in _chunks(data, file):
         for lineno, raw in enumerate(lines, first):
             line = raw.strip()
@@ -106,8 +108,34 @@ def parse_careful(
             else:
                 ts = fallback_ms
             col = ts_cols[sid]
-            if col:
+            if col and ts <= col[-1]:
+                if ts == col[-1] and _same(value, val_cols[sid][-1]):
+                    # The same sample again: pulls of /federate or of an export that overlap
+                    # (Prometheus ignores such repeats too). Read once, and counted.
+                    repeats += 1
+                    first_repeat = first_repeat or lineno
+                    continue
+                if ts == col[-1] == fallback_ms:
+                    raise ParseError(
+                        file,
+                        lineno,
+                        f"a second value for {series_repr(key)} at the file's time "
+                        f"{ms_iso(ts)}: samples without a timestamp all take that time, so "
+                        "this looks like a second scrape without timestamps; expected one "
+                        "scrape per file (or timestamps on the samples)",
+                    )
                 check_order(file, lineno, key, col[-1], ts)
             col.append(ts)
             val_cols[sid].append(value)
-    return ts_cols, val_cols, unplaced.warnings(file)
+    warnings = unplaced.warnings(file)
+    if repeats:
+        warnings.append(
+            f"{file}: {repeats:,} samples repeated exactly (same series, time and value, "
+            f"first at line {first_repeat}) were read once: overlapping pulls or exports"
+        )
+    return ts_cols, val_cols, warnings
+
+
+def _same(a: float, b: float) -> bool:
+    """Whether two values are one (NaN and NaN included: a repeated scrape of a NaN gauge)."""
+    return a == b or (a != a and b != b)

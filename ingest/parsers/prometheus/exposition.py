@@ -63,9 +63,11 @@ if TYPE_CHECKING:
 
 KIND_EXPOSITION = "prometheus_text"
 
+# A sample: a name with optional labels, or the labels alone with the name among them
+# (``{__name__="up", job="x"} 1 1700000000000``, as ``promtool tsdb dump`` writes them).
 _SAMPLE_LINE_RE = re.compile(
-    r"[a-zA-Z_:][a-zA-Z0-9_:]*\s*(\{.*\})?\s+[-+]?(?:[0-9.]|Inf|NaN)\S*(\s+[-+]?[0-9.]+)?"
-    r"(\s+#.*)?"
+    r"(?:[a-zA-Z_:][a-zA-Z0-9_:]*\s*(\{.*\})?|\{\s*__name__\s*=.*\})"
+    r"\s+[-+]?(?:[0-9.]|Inf|NaN)\S*(\s+[-+]?[0-9.]+)?(\s+#.*)?"
 )
 
 
@@ -108,7 +110,36 @@ def parse_exposition(
     return result
 
 
+# A family whose name holds a ':' (``sglang:num_running_reqs``), as metadata lines declare it.
+_COLON_FAMILY_RE = re.compile(
+    rb"^# (?:TYPE|HELP|UNIT) ([a-zA-Z_:][a-zA-Z0-9_:]*:[a-zA-Z0-9_:]*) ", re.M
+)
+_DECLARED_RE = re.compile(rb"^# (?:TYPE|HELP|UNIT) (\S+) ", re.M)
+_OM_SUFFIX = rb"(?:_total|_created|_bucket|_count|_sum|_gcount|_gsum|_info)?"
+
+
+def _colon_families(data: bytes) -> tuple[bytes, int]:
+    """``data`` with the samples of a family declared with a ':' named as declared, when
+    they were written with '_' in its place (and how many sample lines were renamed).
+
+    prometheus-client 0.26 writes OpenMetrics that way: ``# TYPE sglang:prompt_tokens
+    counter`` above ``sglang_prompt_tokens_total{...}`` (it escapes ':' in sample names only),
+    which is what SGLang or vLLM answer when asked for OpenMetrics. Read strictly, each
+    sample would open a family of its own; the series are the declared family's."""
+    declared = set(_COLON_FAMILY_RE.findall(data))
+    if not declared:
+        return data, 0
+    named = set(_DECLARED_RE.findall(data))
+    escaped = {n.replace(b":", b"_"): n for n in declared if n.replace(b":", b"_") not in named}
+    if not escaped:
+        return data, 0
+    names = b"|".join(re.escape(e) for e in sorted(escaped, key=len, reverse=True))
+    pattern = re.compile(rb"^(" + names + rb")(?=" + _OM_SUFFIX + rb"[{ ])", re.M)
+    return pattern.subn(lambda m: escaped[m.group(1)], data)
+
+
 def _parse_openmetrics(data: bytes, ctx: ParseContext) -> ParseResult:
+    data, renamed = _colon_families(data)
     registry = Registry()
     with gc_paused():
         try:
@@ -117,6 +148,12 @@ def _parse_openmetrics(data: bytes, ctx: ParseContext) -> ParseResult:
             registry = Registry()
             cols = parse_openmetrics_careful(data, ctx, registry)
     result = ParseResult(kind=KIND_EXPOSITION, warnings=cols.warnings)
+    if renamed:
+        result.warnings.append(
+            f"{ctx.name}: {renamed} sample line(s) named their family with '_' for the ':' "
+            "its metadata declares (prometheus-client's escaping): read under the declared "
+            "names"
+        )
     for key, ts_col, val_col, family in zip(
         registry.keys, cols.ts_cols, cols.val_cols, cols.families, strict=True
     ):
@@ -144,7 +181,7 @@ def looks_like_exposition(name: str, head: bytes) -> bool:
     if not lines:
         return False
     complete = lines[:-1] if len(lines) > 1 else lines  # the head may cut the last line
-    meta = samples = 0
+    meta = samples = other = 0
     for line in complete:
         if line.startswith(("# HELP ", "# TYPE ", "# UNIT ")) or line == "# EOF":
             meta += 1
@@ -153,7 +190,11 @@ def looks_like_exposition(name: str, head: bytes) -> bool:
         elif _SAMPLE_LINE_RE.fullmatch(line):
             samples += 1
         else:
-            return False
-    if meta:
-        return True
-    return samples >= 1 and name.lower().endswith((".prom", ".om", ".metrics", ".txt"))
+            other += 1
+    if not other:
+        return bool(meta) or (
+            samples >= 1 and name.lower().endswith((".prom", ".om", ".metrics", ".txt"))
+        )
+    # A few lines that are neither (a pasted scrape cut with "...", a stray note) in what is
+    # plainly an exposition: it is one, and its parser names the line it cannot read.
+    return meta >= 2 and samples >= 2 and other * 4 <= meta + samples

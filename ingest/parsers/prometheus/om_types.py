@@ -116,13 +116,14 @@ def is_openmetrics_name(name: str) -> bool:
 def special_label(kind: str, suffix: str, family: str) -> str | None:
     """The label that belongs to a point rather than to the metric, for samples of ``kind``
     named with ``suffix``: ``le`` on buckets, ``quantile`` on a summary's quantiles, the
-    family's name on a stateset's states."""
+    family's name on a stateset's states (a ':' in it as '_': a label name holds none, and
+    prometheus-client writes ``sglang:server_state`` states as ``sglang_server_state="..."``)."""
     if kind in HISTOGRAMS and suffix == "_bucket":
         return "le"
     if kind == "summary" and suffix == "":
         return "quantile"
     if kind == "stateset":
-        return family
+        return family.replace(":", "_")
     return None
 
 

@@ -160,6 +160,7 @@ def parse_openmetrics_careful(data: bytes, ctx: ParseContext, registry: Registry
     fallback_ms = default_ms(ctx)
     stamps: dict[str, tuple[float, int | None]] = {}  # a timestamp token repeats for every series
     dropped, first_dropped = 0, 0
+    exemplars, first_exemplar = 0, 0
     unplaced = Unplaced()
     eof = lineno = 0
     line = ""
@@ -222,6 +223,9 @@ def parse_openmetrics_careful(data: bytes, ctx: ParseContext, registry: Registry
                 if len(tokens) > 2:
                     exemplar = _exemplar(tokens[2], key, file, lineno)
         family = rules.sample(sid, key, value, ts, exemplar, lineno)
+        if exemplar is not None:
+            exemplars += 1
+            first_exemplar = first_exemplar or lineno
         if sid == len(ts_cols):
             ts_cols.append(array("q"))
             val_cols.append(array("d"))
@@ -253,5 +257,12 @@ def parse_openmetrics_careful(data: bytes, ctx: ParseContext, registry: Registry
         warnings.append(
             f"{file}:{first_dropped}: {dropped} sample(s) repeat the millisecond of the sample "
             "before them in their series; the first of each was kept"
+        )
+    if exemplars:
+        # The timeline keeps series, not traces: an exemplar (a trace id and its value) is
+        # checked, then left out, and said so.
+        warnings.append(
+            f"{file}:{first_exemplar}: {exemplars} exemplar(s) read and not kept (the samples "
+            "they annotate are)"
         )
     return OmColumns(ts_cols, val_cols, families, warnings)

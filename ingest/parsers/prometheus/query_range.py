@@ -104,6 +104,11 @@ def parse_query_range(data: bytes, ctx: ParseContext) -> ParseResult:
             out.add(key, ts, value, 0, at)
     result = ParseResult(kind=KIND_QUERY_RANGE, warnings=warnings)
     result.samples.extend(out.blocks.values())
+    if not result.sample_count:
+        result.warnings.append(
+            f"{file}: no samples found (the query's answer is empty: no series matched in its "
+            "window)"
+        )
     return result
 
 
