@@ -24,7 +24,15 @@ _MAX_GROUP_IDS = 20
 
 _GOROUTINE_RE = re.compile(r"^goroutine (\d+)(?: [a-z]+=\S+)* \[([^\]]*)\]:\s*$")
 _GO_CALL_RE = re.compile(r"^(.+?)\(([^()]*)\)$")
-_GO_FILE_RE = re.compile(r"^\t(.+):(\d+)(?: \+0x[0-9a-f]+)?(?: .*)?$")
+# A frame's file line: a tab, or spaces where a paste turned the tab into them.
+_GO_FILE_RE = re.compile(r"^(?:\t| {2,})(.+):(\d+)(?: \+0x[0-9a-f]+)?(?: .*)?$")
+# What the runtime printed before the stacks when the program crashed (not a SIGQUIT asked for).
+_CRASH_RE = re.compile(
+    r"^(?:panic: |fatal error: |unexpected fault address|SIG(?!QUIT)[A-Z]+: |"
+    r"\[signal SIG[A-Z]+)"
+)
+# A header cut short ("goroutine 31 [s" at the end of a truncated file).
+_HEADER_START_RE = re.compile(r"^goroutine \d+\b")
 _CREATED_RE = re.compile(r"^created by (.+?)(?: in goroutine \d+)?$")
 _MINUTES_RE = re.compile(r"^(\d+) minutes?$")
 
@@ -68,8 +76,14 @@ def parse_goroutines(data: bytes, ctx: ParseContext) -> ParseResult:
                 f"{ctx.name}: the profile says total {total} but its groups count {counted}"
             )
         what, first_line = "goroutine profile", 1
+        reason = ""
     else:
-        goroutines = _read_goroutines(lines, ctx)
+        goroutines, reason, skipped = _read_goroutines(lines, ctx)
+        if skipped:
+            result.warnings.append(
+                f"{ctx.name}: {skipped} line(s) between or after the stacks are not frames (log "
+                "lines, register dumps) and were left out of the dump"
+            )
         if not goroutines:
             raise ParseError(
                 ctx.name, 0, "expected at least one 'goroutine <id> [<state>]:' header in the dump"
@@ -84,6 +98,8 @@ def parse_goroutines(data: bytes, ctx: ParseContext) -> ParseResult:
         f"{what}: {total} goroutine{'s' if total != 1 else ''}, "
         f"{top['count']} in {top['site']}{state}"
     )
+    if reason:  # the crash first: it is what the dump is about
+        title = f"{reason[:120]} ({title})"
     result.events.append(
         EventRecord(
             kind=EventKind.STACK_DUMP,
@@ -92,7 +108,12 @@ def parse_goroutines(data: bytes, ctx: ParseContext) -> ParseResult:
             key=dump_key("goroutines", data, ctx),
             title=title,
             body=_goroutine_body(groups),
-            attrs={"format": "goroutines", "total": total, "groups": groups},
+            attrs={
+                "format": "goroutines",
+                "total": total,
+                "groups": groups,
+                **({"crash": reason} if reason else {}),
+            },
             line=first_line,
         )
     )
@@ -141,20 +162,38 @@ def _read_profile(lines: list[str], ctx: ParseContext) -> list[dict[str, Any]]:
     return sorted(groups, key=lambda grp: -grp["count"])
 
 
-def _read_goroutines(lines: list[str], ctx: ParseContext) -> list[_Goroutine]:
+def _read_goroutines(lines: list[str], ctx: ParseContext) -> tuple[list[_Goroutine], str, int]:
+    """The goroutines, the crash the runtime reported before them ("" for none), and how many
+    lines after a stack were neither frames nor headers (log lines, register dumps)."""
     goroutines: list[_Goroutine] = []
     current: _Goroutine | None = None
     pending: tuple[str, int] | None = None  # a call line waiting for its "\tfile:line"
+    reason = ""
+    skipped = 0
     for number, line in enumerate(lines, start=1):
-        if m := _GOROUTINE_RE.match(line):
+        if m := _GOROUTINE_RE.match(line.strip()):
             if pending is not None:
                 raise _missing_file(ctx, pending)
             state, minutes = _goroutine_state(m.group(2))
             current = _Goroutine(int(m.group(1)), state, minutes, number)
-            goroutines.append(current)
+            if current.id != 0:  # goroutine 0: a thread's system stack (GOTRACEBACK=crash)
+                goroutines.append(current)
             continue
+        if _HEADER_START_RE.match(line.strip()) and not line.strip().startswith(
+            "goroutine profile:"
+        ):
+            raise ParseError(
+                ctx.name,
+                number,
+                f"expected a goroutine header 'goroutine <id> [<state>]:', got {line[:80]!r} "
+                "(a file cut short?)",
+            )
         if current is None:
-            continue  # SIGQUIT preamble ("SIGQUIT: quit", "PC=...") is not a stack
+            # The preamble ("SIGQUIT: quit", "PC=...") or log lines: not a stack. A crash's
+            # own line says why the program died.
+            if not reason and not goroutines and _CRASH_RE.match(line):
+                reason = line.strip()
+            continue
         if not line.strip():
             if pending is not None:
                 raise _missing_file(ctx, pending)
@@ -183,10 +222,15 @@ def _read_goroutines(lines: list[str], ctx: ParseContext) -> list[_Goroutine]:
                 ctx.name, number, f"expected a call line 'pkg.func(...)', found {stripped[:80]!r}"
             )
         call_match = _GO_CALL_RE.match(stripped)
+        if call_match is None and current.frames:
+            # Not a call (no "(...)"): a log line or a register dump after the stack ends it.
+            current = None
+            skipped += 1
+            continue
         pending = (call_match.group(1) if call_match else stripped, number)
     if pending is not None:
         raise _missing_file(ctx, pending)
-    return goroutines
+    return goroutines, reason, skipped
 
 
 def _missing_file(ctx: ParseContext, pending: tuple[str, int]) -> ParseError:

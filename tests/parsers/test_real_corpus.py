@@ -54,13 +54,51 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
     "query_range_up.json": ("prometheus_query_range", {}, 2, 26, 0, None),
     "query_range_rate_http_requests.json": ("prometheus_query_range", {}, 1, 13, 0, None),
     "nvidia_smi_bpytop26_no_timestamp.csv": ("nvidia_smi_csv", {}, 16, 16, 0, None),
+    # A crash's own line heads the dump's title.
+    "go119_deadlock_stderr.txt": (
+        "goroutine_dump",
+        {"stack_dump": 1},
+        0,
+        0,
+        0,
+        "fatal error: all goroutines are asleep - deadlock! (goroutine dump: 3 goroutines, 1 in "
+        "sync.runtime_Semacquire [semacquire])",
+    ),
+    # `go run` adds "exit status 2" after the stack: a line left out, and said.
+    "go119_panic_via_go_run.txt": (
+        "goroutine_dump",
+        {"stack_dump": 1},
+        0,
+        0,
+        1,
+        "panic: boom: 50 workers stuck (goroutine dump: 1 goroutine, 1 in main.main [running])",
+    ),
+    # GOTRACEBACK=crash: each thread's system stack (goroutine 0) ends in a register dump.
+    "go119_sigquit_gotraceback_crash.txt": (
+        "goroutine_dump",
+        {"stack_dump": 1},
+        0,
+        0,
+        1,
+        "goroutine dump: 33 goroutines, 7 in main.main.func1 [chan receive]",
+    ),
+    # The same kind of dump pasted where its tabs became spaces.
+    "go119_sigquit_pasted_spaces.txt": (
+        "goroutine_dump",
+        {"stack_dump": 1},
+        0,
+        0,
+        0,
+        "goroutine dump: 32 goroutines, 7 in main.main.func1 [chan receive]",
+    ),
+    # 44 headers, one of them "goroutine 0 [idle]": the signal thread's system stack, no goroutine.
     "go_sigquit_goroutines.txt": (
         "goroutine_dump",
         {"stack_dump": 1},
         0,
         0,
         0,
-        "goroutine dump: 44 goroutines, 6 in net/http.(*persistConn).roundTrip [select]",
+        "goroutine dump: 43 goroutines, 6 in net/http.(*persistConn).roundTrip [select]",
     ),
     "go_pprof_goroutine_debug2.txt": (
         "goroutine_dump",
@@ -359,6 +397,7 @@ def test_every_corpus_file_has_a_golden_summary_or_a_refusal_test() -> None:
         "sglang/shipped_tab_export_newest_first.tsv",
         "prometheus_client_3scrapes_no_timestamps.prom",
         "dcgm_exporter_readme_ellipsis.prom",
+        "go127_pprof_debug2_truncated_mid_header.txt",
     }
     assert files == set(GOLDEN) | refused
 
@@ -397,6 +436,24 @@ def test_openmetrics_samples_escaped_by_prometheus_client_keep_their_familys_col
     running = [b for b in result.samples if b.key.name == "sglang:num_running_reqs"]
     assert [b.type for b in running] == ["gauge", "gauge"]
     assert any("prometheus-client's escaping" in w for w in result.warnings)
+
+
+def test_a_goroutine_dump_cut_inside_a_header_is_refused_not_shortened() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse("go127_pprof_debug2_truncated_mid_header.txt")
+    assert caught.value.line == 113
+    assert "'goroutine 31 [s'" in str(caught.value)
+
+
+def test_a_crash_dump_keeps_its_reason_and_leaves_thread_stacks_out() -> None:
+    deadlock = parse("go119_deadlock_stderr.txt").events[0]
+    assert deadlock.attrs["crash"] == "fatal error: all goroutines are asleep - deadlock!"
+    crash = parse("go119_sigquit_gotraceback_crash.txt")
+    ids = [i for g in crash.events[0].attrs["groups"] for i in g["ids"]]
+    assert 0 not in ids and crash.events[0].attrs["total"] == 33
+    assert "register dumps" in crash.warnings[0]
+    # A SIGQUIT asked for is no crash.
+    assert "crash" not in crash.events[0].attrs
 
 
 def test_prometheus_error_answer_is_reported_as_prometheus_error() -> None:
