@@ -27,6 +27,13 @@ _PROCESS_RE = re.compile(r"^Process (\d+): ?(.*)$")
 _PYTHON_RE = re.compile(r"^Python v(\S+)(?: \((.*)\))?$")
 _THREAD_RE = re.compile(r'^Thread (0x[0-9A-Fa-f]+|\d+) \(([^)]*)\)(?:: "(.*)")?\s*$')
 _FRAME_RE = re.compile(r"^(\s+)(.+?) \(([^()]*?)(?::(\d+))?\)\s*$")
+# A file whose name holds parentheses ("report (1).py"): tried when the above fails (it keeps
+# a C++ frame's own parentheses, "std::function<void (int)>::operator()", in the function).
+_FRAME_PARENS_RE = re.compile(r"^(\s+)(.+?) \((.*?)(?::(\d+))?\)\s*$")
+# --subprocesses: a rule between processes, each child's parent, py-spy's failure on one.
+_SEPARATOR_RE = re.compile(r"^-{20,}\s*$")
+_PARENT_RE = re.compile(r"^Parent Process (\d+): ?(.*)$")
+_FAILED_RE = re.compile(r"^Error: (.+)$")
 
 
 def looks_like_pyspy(name: str, head: bytes) -> bool:
@@ -72,11 +79,38 @@ def parse_pyspy(data: bytes, ctx: ParseContext) -> ParseResult:
     threads: list[_Thread] = []
     frame_indent: int | None = None
     block: str | None = None  # "Arguments" / "Locals" while reading a --locals block
+    command_open = False  # a command line may go on over lines (python -c "...") until "Python v"
+    failed: str | None = None  # py-spy's error on one process: skipped to the next rule
+    failures: list[str] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        if _SEPARATOR_RE.match(line):
+            command_open, failed = False, None
+            continue
         if m := _PROCESS_RE.match(line):
-            processes.append((int(m.group(1)), m.group(2).strip(), ""))
+            pid = int(m.group(1))
+            if any(p == pid for p, _, _ in processes):
+                raise ParseError(
+                    ctx.name,
+                    number,
+                    f"a second dump of process {pid} starts here: expected one dump per file "
+                    "(split the file where each 'Process' header starts)",
+                )
+            processes.append((pid, m.group(2).strip(), ""))
+            command_open, failed = True, None
+            continue
+        if failed is not None:
+            continue  # py-spy's backtrace of its own failure
+        if processes and (m := _FAILED_RE.match(line)):
+            failed = m.group(1).strip()
+            failures.append(f"line {number}: {failed[:120]}")
+            continue
+        if processes and _PARENT_RE.match(line):
+            continue  # each thread records its own pid; the first process is the parent
+        if command_open and processes and not _PYTHON_RE.match(line) and not _THREAD_RE.match(line):
+            pid, cmdline, python = processes[-1]
+            processes[-1] = (pid, f"{cmdline} {line.strip()}".strip(), python)
             continue
         if not processes:
             raise ParseError(
@@ -87,8 +121,10 @@ def parse_pyspy(data: bytes, ctx: ParseContext) -> ParseResult:
         if m := _PYTHON_RE.match(line):
             pid, cmdline, _ = processes[-1]
             processes[-1] = (pid, cmdline, m.group(1))
+            command_open = False
             continue
         if m := _THREAD_RE.match(line):
+            command_open = False
             threads.append(
                 _Thread(
                     id=m.group(1),
@@ -128,7 +164,7 @@ def parse_pyspy(data: bytes, ctx: ParseContext) -> ParseResult:
                 f"expected 'Arguments:', 'Locals:' or 'name: value' under a frame, "
                 f"found {stripped[:80]!r}",
             )
-        fm = _FRAME_RE.match(line)
+        fm = _FRAME_RE.match(line) or _FRAME_PARENS_RE.match(line)
         if not fm:
             raise ParseError(
                 ctx.name,
@@ -145,7 +181,13 @@ def parse_pyspy(data: bytes, ctx: ParseContext) -> ParseResult:
         )
     if not processes:
         raise ParseError(ctx.name, 0, "expected py-spy's 'Process <pid>: <command line>' header")
-    return _pyspy_result(data, ctx, processes, threads)
+    result = _pyspy_result(data, ctx, processes, threads)
+    if failures:
+        result.warnings.append(
+            f"{ctx.name}: py-spy could not read {len(failures)} process(es) of the dump "
+            f"({'; '.join(failures[:3])}); the others' threads are kept"
+        )
+    return result
 
 
 def _pyspy_result(

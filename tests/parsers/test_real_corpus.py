@@ -92,6 +92,32 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
         "goroutine dump: 32 goroutines, 7 in main.main.func1 [chan receive]",
     ),
     # 44 headers, one of them "goroutine 0 [idle]": the signal thread's system stack, no goroutine.
+    # py-spy dump --subprocesses: five processes between rules, one command line over lines.
+    "pyspy043_subprocesses.txt": (
+        "pyspy_dump",
+        {"stack_dump": 1},
+        0,
+        0,
+        1,
+        "py-spy dump of parent_subprocs.py (pid 12129): 5 threads, 0 active",
+    ),
+    # ... where py-spy failed on a child that is no Python process: its error is said.
+    "pyspy043_subprocesses_nonpython_children.txt": (
+        "pyspy_dump",
+        {"stack_dump": 1},
+        0,
+        0,
+        1,
+        "py-spy dump of mixed_children.py (pid 12489): 1 thread, 0 active",
+    ),
+    "pyspy043_paren_filename.txt": (
+        "pyspy_dump",
+        {"stack_dump": 1},
+        0,
+        0,
+        0,
+        "py-spy dump of report (pid 12525): 1 thread, 0 active",
+    ),
     "go_sigquit_goroutines.txt": (
         "goroutine_dump",
         {"stack_dump": 1},
@@ -398,6 +424,7 @@ def test_every_corpus_file_has_a_golden_summary_or_a_refusal_test() -> None:
         "prometheus_client_3scrapes_no_timestamps.prom",
         "dcgm_exporter_readme_ellipsis.prom",
         "go127_pprof_debug2_truncated_mid_header.txt",
+        "pyspy043_two_dumps_concat.txt",
     }
     assert files == set(GOLDEN) | refused
 
@@ -443,6 +470,22 @@ def test_a_goroutine_dump_cut_inside_a_header_is_refused_not_shortened() -> None
         parse("go127_pprof_debug2_truncated_mid_header.txt")
     assert caught.value.line == 113
     assert "'goroutine 31 [s'" in str(caught.value)
+
+
+def test_pyspy_subprocesses_keep_every_process_and_say_which_failed() -> None:
+    event = parse("pyspy043_subprocesses.txt").events[0]
+    assert sorted({t["pid"] for t in event.attrs["threads"]}) == [12129, 12133, 12134, 12135, 12136]
+    partial = parse("pyspy043_subprocesses_nonpython_children.txt")
+    assert "Failed to find python version" in partial.warnings[0]
+    frames = parse("pyspy043_paren_filename.txt").events[0].attrs["threads"][0]["frames"]
+    assert frames[0] == {"func": "f", "file": "report (1).py", "line": 3}
+
+
+def test_two_pyspy_dumps_of_one_process_in_one_file_are_refused_at_the_second() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse("pyspy043_two_dumps_concat.txt")
+    assert caught.value.line == 807
+    assert "one dump per file" in str(caught.value)
 
 
 def test_a_crash_dump_keeps_its_reason_and_leaves_thread_stacks_out() -> None:
