@@ -18,6 +18,8 @@ shipper kept of it, one entry per line, each with the shipper's prefix:
 * a program relaying the output through Python's logging:
   ``2025-03-08 02:04:48,693 - __main__ - INFO - [2025-03-08 02:04:48 TP0] ...``;
 * a Markdown quote, as a log pasted in an issue: ``> [2025-02-18 06:32:23 DP7 TP7] ...``;
+* ``docker compose logs`` / ``up``: ``sglang-1  | [...] ...`` (the service and replica,
+  padded);
 * ``kubectl logs --timestamps`` and ``docker logs -t``:
   ``2026-06-15T14:10:59.392125190Z [...] ...`` (RFC 3339 with nanoseconds), and
   ``kubectl logs --prefix``: ``[pod/name/container] ...``.
@@ -55,6 +57,8 @@ _SHIPPERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("kubectl --prefix", re.compile(r"\[pod/[^\]\s]+\] ")),
+    # docker compose's service and replica, padded to the longest name: "sglang-1  | ".
+    ("docker compose", re.compile(r"[A-Za-z0-9][\w.-]*[-_]\d+ *\|(?: |$)")),
     # A program that relays the server's output through Python's logging, default format
     # "%(asctime)s - %(name)s - %(levelname)s - %(message)s" (its local time, no zone).
     (

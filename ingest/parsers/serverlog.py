@@ -26,11 +26,11 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from evidence.vocabulary import EventKind, Lane
 
-from . import lifecycle, logclock, logprefix, serverargs
+from . import lifecycle, logclock, logprefix, pyspy, serverargs
 from .text import decode_lines, head_text
 from .timestamps import TimeError
 from .types import (
@@ -106,6 +106,10 @@ _EXCEPTION_LINE_RE = re.compile(
 _RAISED_LINE_RE = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::.*)?")
 _FRAME = "  File "
 _TITLE_MAX = 120
+# py-spy's dump as SGLang's watchdog prints it into the log: its header, then the lines a dump
+# is made of (blank, "Python v...", "Thread ...", indented frames, --subprocesses' rules).
+_PYSPY_START_RE = re.compile(r"^Process \d+: ")
+_PYSPY_LINE_RE = re.compile(r"^(?:\s|$|Python v|Thread |Process \d+: |Parent Process |-{20,})")
 _BODY_MAX_LINES = 200
 _BODY_TAIL_LINES = 30
 # Timestamped lines of other processes a traceback's frames may be interrupted by and go on.
@@ -253,6 +257,11 @@ class _LogParser:
         self.batch_seen: set[tuple[tuple[tuple[str, str], ...], int]] = set()
         self.batch_overwritten = 0  # batch lines replaced by a later one in the same second
         self.unplaced_batches: list[int] = []  # batch lines without a readable [time]
+        # A py-spy dump printed into the log (SGLang's watchdog: "Pyspy dump for PID N:"):
+        # (its first line, the time of the line before it, its lines) while it goes on.
+        self.dump: tuple[int, dt.datetime | None, list[str]] | None = None
+        self.dumps: list[EventRecord] = []
+        self.early_dumps: list[tuple[int, list[str]]] = []  # before the log's first time
         self.life = lifecycle.Lifecycle()
         # A ServerArgs line not closed on its line: (text so far, where ServerArgs( starts, its
         # time, its line number, lines joined, why it did not read), until the untimestamped
@@ -277,6 +286,7 @@ class _LogParser:
         if match is None:
             self.continuation(raw, lineno)
             return
+        self.dump_end()
         self.unwrapped_args_end()
         at = self.when(match, lineno)
         if self.first is None or at < self.first:
@@ -368,6 +378,15 @@ class _LogParser:
             self.payload_state = _payload_scan(raw, *self.payload_state)
             self.in_payload = self.payload_state != ("", 0)
             return
+        if self.dump is not None:
+            if _PYSPY_LINE_RE.match(raw):
+                self.dump[2].append(raw)
+                return
+            self.dump_end()
+        if _PYSPY_START_RE.match(raw):
+            # py-spy's header: its dump goes on over the untimestamped lines after it
+            self.dump = (lineno, self.current, [raw])
+            return
         if raw.startswith(serverargs.MARK):
             # an older SGLang printed its ServerArgs without a [time]: the time of the line
             # before (or the log's first time)
@@ -403,6 +422,41 @@ class _LogParser:
                 lineno, at or self.current, title.strip()[:_TITLE_MAX], [raw], context=self.message
             )
             self.errors.append(self.error)
+
+    def dump_end(self) -> None:
+        """The py-spy dump read so far as a stack_dump event at the time of the log line
+        before it; one that does not read is a warning (the log is kept)."""
+        if self.dump is None:
+            return
+        first, at, lines = self.dump
+        self.dump = None
+        while lines and not lines[-1].strip():
+            lines.pop()
+        at = at or self.first
+        if at is None:
+            self.early_dumps.append((first, lines))  # read once the log's first time is known
+            return
+        self.read_dump(first, at, lines, early=False)
+
+    def read_dump(self, first: int, at: dt.datetime, lines: list[str], *, early: bool) -> None:
+        # (A name without a date: the dump's time is the log line's, never the file name's.)
+        ctx = ParseContext("py-spy dump", default_time=at)
+        try:
+            got = pyspy.parse_pyspy("\n".join(lines).encode(), ctx)
+        except ParseError as exc:
+            self.warnings.append(
+                f"{self.file}:{first + max(exc.line, 1) - 1}: a py-spy dump in the log could not "
+                f"be read ({exc.message}); its {len(lines)} lines were left out"
+            )
+            return
+        for event in got.events:
+            attrs = {**event.attrs, "log_line": first}
+            if early:
+                attrs["time_from"] = "the log's first time (the dump came before it)"
+            self.dumps.append(
+                replace(event, key=f"{self.file}:{first}:py-spy", line=first, attrs=attrs)
+            )
+        self.warnings.extend(f"{self.file}:{first}: {w}" for w in got.warnings)
 
     def glog_time(self, raw: str, lineno: int) -> dt.datetime | None:
         """The time of a torch C++ log line (``[E207 01:29:36.73 ...``), in the year of the
@@ -512,6 +566,9 @@ class _LogParser:
             raise ParseError(
                 self.file, 1, "expected SGLang log lines starting with [YYYY-MM-DD HH:MM:SS]"
             )
+        self.dump_end()
+        for first, lines in self.early_dumps:
+            self.read_dump(first, self.first, lines, early=True)
         out = ParseResult(kind=KIND_SGLANG_LOG, warnings=self.clock.warnings() + self.warnings)
         if self.unplaced_batches:
             where = ", ".join(str(n) for n in self.unplaced_batches[:5])
@@ -576,6 +633,7 @@ class _LogParser:
                     line=error.line,
                 )
             )
+        out.events.extend(self.dumps)
         out.events.extend(self.life.events(self.first, self.last))
         first_iso, last_iso = self.first.isoformat(), self.last.isoformat()
         out.events.append(

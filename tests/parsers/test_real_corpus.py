@@ -317,6 +317,32 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
         1,
         None,
     ),
+    # SGLang's watchdog prints py-spy dumps into the log: stack_dump events at their line's time.
+    "sglang/issue17941_watchdog_timeout_pyspy.log": (
+        "sglang_log",
+        {"log_error": 1, "stack_dump": 1, "log_span": 1},
+        0,
+        0,
+        0,
+        None,
+    ),
+    "sglang/issue31178_watchdog_pyspy_native.log": (
+        "sglang_log",
+        {"stack_dump": 1, "log_span": 1},
+        0,
+        0,
+        0,
+        "py-spy dump of scheduler_TP6 (pid 187): 3 threads, 0 active",
+    ),
+    # ... behind docker compose's "sglang-1  | " prefix.
+    "sglang/issue12076_compose_prefix_pyspy.log": (
+        "sglang_log",
+        {"stack_dump": 1, "log_span": 1},
+        0,
+        0,
+        0,
+        None,
+    ),
     "sglang/issue3368_nccl_watchdog_timeout.log": (
         "sglang_log",
         {"log_error": 1, "log_span": 1},
@@ -486,6 +512,23 @@ def test_two_pyspy_dumps_of_one_process_in_one_file_are_refused_at_the_second() 
         parse("pyspy043_two_dumps_concat.txt")
     assert caught.value.line == 807
     assert "one dump per file" in str(caught.value)
+
+
+def test_py_spy_dumps_in_a_server_log_are_dumps_at_their_lines_time() -> None:
+    result = parse("sglang/issue17941_watchdog_timeout_pyspy.log")
+    dump = next(e for e in result.events if str(e.kind) == "stack_dump")
+    timeout = next(e for e in result.events if str(e.kind) == "log_error")
+    assert "watchdog timeout" in timeout.title
+    # "[2026-01-29 13:12:37 PP2 TP1] Pyspy dump for PID 88693:" then py-spy's own lines
+    assert dump.at == dt.datetime(2026, 1, 29, 13, 12, 37, tzinfo=dt.UTC)
+    assert dump.title.startswith("py-spy dump of scheduler_PP2_TP1 (pid 88693)")
+    assert dump.line == 20
+    frames = [f["func"] for f in dump.attrs["threads"][0]["frames"]]
+    assert "c10d::ProcessGroupGloo::RecvWork::wait" in frames
+    composed = parse("sglang/issue12076_compose_prefix_pyspy.log")
+    dump = next(e for e in composed.events if str(e.kind) == "stack_dump")
+    assert dump.title.startswith("py-spy dump of scheduler_TP7 (pid 310)")
+    assert dump.attrs["threads"][0]["state"] == "active"
 
 
 def test_a_crash_dump_keeps_its_reason_and_leaves_thread_stacks_out() -> None:
