@@ -124,8 +124,19 @@ def _read_profile(lines: list[str], ctx: ParseContext) -> list[dict[str, Any]]:
     """The groups of a ``debug=1`` profile: ``N @ 0x...`` then ``#\t0x...\tfunc+0x..\tfile:line``
     frames, biggest group first as pprof writes them."""
     groups: list[dict[str, Any]] = []
+    headers = 0
     for number, line in enumerate(lines, start=1):
-        if not line.strip() or _PROFILE_RE.match(line):
+        if not line.strip():
+            continue
+        if _PROFILE_RE.match(line):
+            headers += 1
+            if headers > 1:
+                raise ParseError(
+                    ctx.name,
+                    number,
+                    "a second 'goroutine profile: total N' header: a second profile starts "
+                    "here; expected one profile per file (split it where the second begins)",
+                )
             continue
         if m := _PROFILE_GROUP_RE.match(line):
             groups.append(
@@ -170,13 +181,30 @@ def _read_goroutines(lines: list[str], ctx: ParseContext) -> tuple[list[_Gorouti
     pending: tuple[str, int] | None = None  # a call line waiting for its "\tfile:line"
     reason = ""
     skipped = 0
+    seen: dict[int, int] = {}  # goroutine id -> its header's line
+    # GOTRACEBACK=crash: after "-----" each thread reports its signal and its goroutine again
+    per_thread = False
     for number, line in enumerate(lines, start=1):
+        if line.strip() == "-----" and goroutines and pending is None:
+            per_thread, current = True, None
+            continue
         if m := _GOROUTINE_RE.match(line.strip()):
             if pending is not None:
                 raise _missing_file(ctx, pending)
             state, minutes = _goroutine_state(m.group(2))
             current = _Goroutine(int(m.group(1)), state, minutes, number)
+            if per_thread:
+                continue  # a thread's report repeats a goroutine listed above (read, not kept)
+            if current.id in seen:
+                raise ParseError(
+                    ctx.name,
+                    number,
+                    f"goroutine {current.id} again (first at line {seen[current.id]}): a second "
+                    "dump starts here; expected one dump per file (split it where the second "
+                    "begins)",
+                )
             if current.id != 0:  # goroutine 0: a thread's system stack (GOTRACEBACK=crash)
+                seen[current.id] = number
                 goroutines.append(current)
             continue
         if _HEADER_START_RE.match(line.strip()) and not line.strip().startswith(
