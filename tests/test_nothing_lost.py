@@ -201,6 +201,7 @@ def test_the_real_corpus_ingests_with_every_record_stored_or_counted(incident, t
         "go127_pprof_debug2_truncated_mid_header.txt",
         "pyspy043_two_dumps_concat.txt",
         "go127_pprof_debug2_three_curls_concat.txt",
+        "prometheus_client026_3scrapes.om.txt",
     }
     assert "Prometheus returned an error (bad_data)" in failed["query_range_error_bad_data.json"]
     # The four copies of one SGLang excerpt (plain and behind three shippers' prefixes): a

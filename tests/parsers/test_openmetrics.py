@@ -472,3 +472,35 @@ def test_the_text_format_stays_lenient() -> None:
     result = parse_exposition(text, ParseContext("scrape.prom"))
     assert result.sample_count == 4
     assert {b.type for b in result.samples} == {"counter", "untyped"}
+
+
+# --- several expositions in one file: consecutive scrapes ---------------------------------------
+
+
+def test_whole_expositions_one_after_another_are_consecutive_scrapes() -> None:
+    # Two scrapes saved with their own timestamps (an export, `curl >>` of a federating
+    # endpoint): each ends with its '# EOF'; the series' samples are joined in order.
+    first = b"# TYPE jobs gauge\njobs 3 1700000000.0\nqueue 1 1700000000.0\n# EOF\n"
+    second = b"# TYPE jobs gauge\njobs 4 1700000005.0\nqueue 1 1700000000.0\n# EOF\n"
+    result = parse_exposition(first + second, CTX)
+    got = {b.key.name: (list(b.ts_ms), list(b.values)) for b in result.samples}
+    assert got["jobs"] == ([1700000000000, 1700000005000], [3.0, 4.0])
+    assert got["queue"] == ([1700000000000], [1.0])  # the same sample again: read once
+    assert any(
+        "2 OpenMetrics expositions" in w and "1 samples repeated" in w for w in result.warnings
+    )
+
+
+def test_consecutive_expositions_that_go_back_in_time_are_refused_at_the_second() -> None:
+    first = b"jobs 3 1700000005.0\n# EOF\n"
+    with pytest.raises(ParseError) as caught:
+        parse_exposition(first + b"jobs 4 1700000000.0\n# EOF\n", CTX)
+    assert caught.value.line == 3
+    assert "not after" in caught.value.message
+
+
+def test_a_broken_second_exposition_is_named_at_its_own_line() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse_exposition(b"jobs 3 1\n# EOF\n# TYPE x nonsense\nx 1 2\n# EOF\n", CTX)
+    assert caught.value.line == 3
+    assert "exposition 2 of 2, from line 3" in caught.value.message

@@ -453,6 +453,7 @@ def test_every_corpus_file_has_a_golden_summary_or_a_refusal_test() -> None:
         "go127_pprof_debug2_truncated_mid_header.txt",
         "pyspy043_two_dumps_concat.txt",
         "go127_pprof_debug2_three_curls_concat.txt",
+        "prometheus_client026_3scrapes.om.txt",
     }
     assert files == set(GOLDEN) | refused
 
@@ -467,6 +468,13 @@ def test_scrapes_appended_without_timestamps_are_refused_as_such() -> None:
     assert caught.value.line == 132
     assert "second scrape without timestamps" in str(caught.value)
     assert "one scrape per file" in str(caught.value)
+
+
+def test_openmetrics_scrapes_appended_without_timestamps_are_refused_as_such() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse("prometheus_client026_3scrapes.om.txt")
+    assert caught.value.line == 98  # where the second exposition starts
+    assert "scrapes without timestamps" in caught.value.message
 
 
 def test_a_pasted_scrape_cut_with_an_ellipsis_is_read_as_one_and_refused_at_the_cut() -> None:

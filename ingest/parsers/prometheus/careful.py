@@ -109,7 +109,7 @@ def parse_careful(
                 ts = fallback_ms
             col = ts_cols[sid]
             if col and ts <= col[-1]:
-                if ts == col[-1] and _same(value, val_cols[sid][-1]):
+                if ts == col[-1] and same_value(value, val_cols[sid][-1]):
                     # The same sample again: pulls of /federate or of an export that overlap
                     # (Prometheus ignores such repeats too). Read once, and counted.
                     repeats += 1
@@ -136,6 +136,6 @@ def parse_careful(
     return ts_cols, val_cols, warnings
 
 
-def _same(a: float, b: float) -> bool:
+def same_value(a: float, b: float) -> bool:
     """Whether two values are one (NaN and NaN included: a repeated scrape of a NaN gauge)."""
     return a == b or (a != a and b != b)

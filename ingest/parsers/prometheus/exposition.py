@@ -48,12 +48,14 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from ..series import series_repr
 from ..text import head_text
-from ..types import ParseContext, ParseResult, SampleBlock
+from ..timestamps import ms_iso
+from ..types import ParseContext, ParseError, ParseResult, SampleBlock, SeriesKey
 from .bulk import Bail, gc_paused, parse_bulk
-from .careful import parse_careful
+from .careful import parse_careful, same_value
 from .chunks import has_eof_marker
-from .grammar import Meta, Registry, default_type
+from .grammar import Meta, Registry, default_ms, default_type
 from .om_bulk import parse_openmetrics_bulk
 from .om_types import is_openmetrics_name
 from .openmetrics import parse_openmetrics_careful
@@ -138,7 +140,96 @@ def _colon_families(data: bytes) -> tuple[bytes, int]:
     return pattern.subn(lambda m: escaped[m.group(1)], data)
 
 
+_EOF_LINE_RE = re.compile(rb"^# EOF\r?\n", re.M)
+
+
+def _expositions(data: bytes) -> list[tuple[int, bytes]]:
+    """(first line, bytes) of each OpenMetrics exposition in ``data``: scrapes saved one after
+    another (``curl >> file``, registries joined) each end with their own ``# EOF``."""
+    ends = [m.end() for m in _EOF_LINE_RE.finditer(data)]
+    if ends and not data[ends[-1] :].strip():
+        ends.pop()  # the file's own last line
+    parts, start, line = [], 0, 1
+    for end in ends:
+        parts.append((line, data[start:end]))
+        line += data.count(b"\n", start, end)
+        start = end
+    parts.append((line, data[start:]))
+    # Only whole expositions, each with something before its own '# EOF': anything else after
+    # an '# EOF' is what the format forbids, and the reader says so at its line.
+    if len(parts) > 1 and not all(
+        _EOF_LINE_RE.search(part + b"\n") and part.strip() != b"# EOF" for _, part in parts
+    ):
+        return [(1, data)]
+    return parts
+
+
 def _parse_openmetrics(data: bytes, ctx: ParseContext) -> ParseResult:
+    parts = _expositions(data)
+    if len(parts) == 1:
+        return _parse_one_openmetrics(data, ctx)
+    results = []
+    for k, (first_line, part) in enumerate(parts, 1):
+        try:
+            results.append((first_line, _parse_one_openmetrics(part, ctx)))
+        except ParseError as exc:
+            raise ParseError(
+                exc.file,
+                exc.line + first_line - 1 if exc.line else first_line,
+                f"{exc.message} (in exposition {k} of {len(parts)}, from line {first_line})",
+            ) from None
+    return _consecutive(results, ctx)
+
+
+def _consecutive(results: list[tuple[int, ParseResult]], ctx: ParseContext) -> ParseResult:
+    """Several expositions of one file as consecutive scrapes: each series' samples joined in
+    file order. A sample repeated exactly is read once (counted); another value at a time
+    already read is refused, as within one exposition."""
+    fallback = default_ms(ctx)
+    merged: dict[SeriesKey, SampleBlock] = {}
+    warnings: list[str] = []
+    repeats = 0
+    for first_line, result in results:
+        warnings.extend(w for w in result.warnings if not w.endswith("no samples found"))
+        for block in result.samples:
+            have = merged.get(block.key)
+            if have is None:
+                merged[block.key] = block
+                continue
+            for ts, value in zip(block.ts_ms, block.values, strict=True):
+                last = have.ts_ms[-1]
+                if ts > last:
+                    have.ts_ms.append(ts)
+                    have.values.append(value)
+                elif ts == last and same_value(value, have.values[-1]):
+                    repeats += 1
+                else:
+                    why = (
+                        "samples without a timestamp all take the file's time, so the "
+                        "expositions look like scrapes without timestamps; expected one scrape "
+                        "per file (or timestamps on the samples)"
+                        if ts == last == fallback
+                        else "expected each scrape's times after the one before"
+                    )
+                    raise ParseError(
+                        ctx.name,
+                        first_line,
+                        f"the exposition from this line has {series_repr(block.key)} at "
+                        f"{ms_iso(ts)}, not after {ms_iso(last)} of the one before: {why}",
+                    )
+    out = ParseResult(kind=KIND_EXPOSITION, warnings=warnings)
+    out.samples.extend(merged.values())
+    out.warnings.append(
+        f"{ctx.name}: {len(results)} OpenMetrics expositions one after another (each ended "
+        "by '# EOF'), read as consecutive scrapes"
+        + (f"; {repeats} samples repeated exactly were read once" if repeats else "")
+    )
+    if not out.samples:
+        out.warnings.append(f"{ctx.name}: no samples found")
+    return out
+
+
+def _parse_one_openmetrics(data: bytes, ctx: ParseContext) -> ParseResult:
     data, renamed = _colon_families(data)
     registry = Registry()
     with gc_paused():
