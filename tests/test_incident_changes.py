@@ -79,16 +79,40 @@ def test_samples_loaded_into_a_series_are_a_new_version_the_same_bytes_again_are
     logged = list(IncidentChange.objects.filter(incident_id=incident.pk).values_list("id"))
     assert Series.objects.filter(incident=incident).count() == 1 and logged
 
-    # The same bytes again add nothing to the series and log nothing (the command's new
-    # analysis request is a new version of its own, through the analyses' part).
+    # The same bytes again write nothing to the events or the series (the command's new
+    # analysis request logs a version of its own, through the analyses' triggers: 0019).
+    state = list(Series.objects.filter(incident=incident).values_list("sample_count", "last_ts"))
+    events = Event.objects.filter(incident=incident).count()
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_xact_user_tables "
+            "WHERE relname IN ('timeline_event', 'timeline_series') ORDER BY relname"
+        )
+        writes = cur.fetchall()
     ingest_folder(folder, "changes", team)
-    assert list(IncidentChange.objects.filter(incident_id=incident.pk).values_list("id")) == logged
+    assert (
+        list(Series.objects.filter(incident=incident).values_list("sample_count", "last_ts"))
+        == state
+    )
+    assert Event.objects.filter(incident=incident).count() == events
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_xact_user_tables "
+            "WHERE relname IN ('timeline_event', 'timeline_series') ORDER BY relname"
+        )
+        assert cur.fetchall() == writes
 
     lines += [f"q {i}.0 {1795190400000 + i * 1000}" for i in range(50, 80)]
     (folder / "metrics" / "b.prom").write_text("\n".join(lines) + "\n")
     ingest_folder(folder, "changes", team)
     assert incident_version(incident) != first
     assert IncidentChange.objects.filter(incident_id=incident.pk).count() > len(logged)
+    with connection.cursor() as cur:  # (the counters above do see this process's writes)
+        cur.execute(
+            "SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_xact_user_tables "
+            "WHERE relname IN ('timeline_event', 'timeline_series') ORDER BY relname"
+        )
+        assert cur.fetchall() != writes
 
 
 def test_folding_the_log_changes_the_version_once_and_drops_deleted_incidents(
@@ -113,3 +137,96 @@ def test_folding_the_log_changes_the_version_once_and_drops_deleted_incidents(
     # Nothing left to fold: no row removed, the version stays.
     assert changes_compact() == 0
     assert incident_version(incident) == folded
+
+
+def test_every_write_the_page_shows_is_a_new_version_and_bookkeeping_is_not(
+    incident: Incident, custom: Incident, user: Any
+) -> None:
+    """Migration 0019: the small tables log what the page draws (an analysis's status and end,
+    notes, hypotheses and their evidence and status changes, files and their status, remote
+    series, the incident's own marks), and only that."""
+    from timeline.choices import HypothesisStatus, RunStatus, Stance
+    from timeline.models import (
+        Analysis,
+        Artifact,
+        DataSource,
+        Evidence,
+        Hypothesis,
+        HypothesisStatusChange,
+        Note,
+        RemoteSeries,
+    )
+
+    seen = [incident_version(incident)]
+    other = incident_version(custom)
+
+    def changed() -> None:
+        now = incident_version(incident)
+        assert now not in seen, f"write {len(seen)} left the version as it was"
+        seen.append(now)
+
+    def unchanged() -> None:
+        assert incident_version(incident) == seen[-1]
+
+    analysis = Analysis.objects.create(incident=incident, version=99)
+    changed()
+    Analysis.objects.filter(pk=analysis.pk).update(heartbeat_at=T0, claimed_by="w1")
+    unchanged()  # a worker's heartbeat: nothing on the page
+    Analysis.objects.filter(pk=analysis.pk).update(status=RunStatus.RUNNING)
+    changed()
+    Analysis.objects.filter(pk=analysis.pk).update(finished_at=T0)
+    changed()
+
+    note = Note.objects.create(incident=incident, at=T0, body="first look", author=user)
+    changed()
+    Note.objects.filter(pk=note.pk).update(body="first look, edited")
+    changed()
+
+    hypothesis = Hypothesis.objects.create(incident=incident, title="the CTAS setting")
+    changed()
+    hypothesis.body = "512 since the last deploy"
+    hypothesis.save()  # updated_at moves
+    changed()
+    event = Event.objects.create(
+        incident=incident,
+        at=T0,
+        kind=EventKind.LOG_ERROR,
+        lane=Lane.SERVER,
+        title="e",
+        body="",
+        attrs={},
+        key="",
+        fingerprint="ev-1",
+    )
+    changed()
+    Evidence.objects.create(hypothesis=hypothesis, event=event, stance=Stance.SUPPORTS)
+    changed()
+    HypothesisStatusChange.objects.create(
+        hypothesis=hypothesis, old_status="", new_status=HypothesisStatus.SUPPORTED
+    )
+    changed()
+
+    artifact = Artifact.objects.create(incident=incident, name="x.log", sha256="0" * 64)
+    changed()
+    Artifact.objects.filter(pk=artifact.pk).update(progress=0.5, heartbeat_at=T0)
+    unchanged()  # an ingest's progress: nothing on the page
+    Artifact.objects.filter(pk=artifact.pk).update(status=RunStatus.DONE)
+    changed()
+
+    source = DataSource.objects.create(team=incident.team, name="prom", url="http://p:9090")
+    remote = RemoteSeries.objects.create(incident=incident, source=source, query="up")
+    changed()
+    remote.delete()
+    changed()
+
+    incident.first_bad_at = T0
+    incident.save()  # an operator's mark: updated_at moves
+    changed()
+    Incident.objects.filter(pk=incident.pk).update(analysis_version=7)
+    changed()
+
+    note.delete()
+    changed()
+    hypothesis.delete()  # its evidence and status changes with it
+    changed()
+    assert incident_version(custom) == other  # nothing of it moved another incident's
