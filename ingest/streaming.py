@@ -15,7 +15,7 @@ from django.db import transaction
 from ingest import checks
 from ingest.loaders import LoadedSamples
 from ingest.parsers import prometheus
-from ingest.parsers.series import names_target, series_repr
+from ingest.parsers.series import DCGM_BLANKS, names_target, series_repr
 from ingest.parsers.timestamps import default_time, to_epoch_ms
 from ingest.parsers.types import ParseContext, SeriesKey
 from ingest.services.artifacts import ProgressReporter
@@ -40,6 +40,8 @@ def stream_exposition(
     at = default_time(ctx)
     at_ms = None if at is None else to_epoch_ms(at)
     marked = np.zeros(0, dtype=bool)  # stream series given the file as origin
+    dcgm = np.zeros(0, dtype=bool)  # DCGM_FI_* series (series.drop_dcgm_blanks)
+    blanks = np.asarray(DCGM_BLANKS)
     try:
         with transaction.atomic(), SampleStream() as out:  # a savepoint: a fallback rolls back
             for sids, values, stamps in stream:
@@ -59,6 +61,12 @@ def stream_exposition(
                     db_ids = np.concatenate([db_ids, np.asarray(ids, dtype=np.int64)])
                     given = np.concatenate([given, np.zeros(len(ids), dtype=np.int64)])
                     marked = np.concatenate([marked, np.asarray([bool(o) for o in origins])])
+                    dcgm = np.concatenate(
+                        [dcgm, np.asarray([k.name.startswith("DCGM_FI_") for k in keys])]
+                    )
+                of_dcgm = dcgm[sids]
+                if of_dcgm.any() and np.isin(np.asarray(values)[of_dcgm], blanks).any():
+                    raise prometheus.StreamFallback  # DCGM's "no reading": the whole-file path
                 if at_ms is not None and np.any(marked[sids] & (np.asarray(stamps) != at_ms)):
                     # A series that took the file's time has a time of its own as well: the
                     # whole-file rule (series.mark_origins) decides.

@@ -93,3 +93,40 @@ def mark_origins(result: ParseResult, ctx: ParseContext) -> int:
             block.origin = ctx.name
             marked += 1
     return marked
+
+
+# DCGM's "no reading" values (dcgm_structs.h: *_BLANK, *_NOT_FOUND, *_NOT_SUPPORTED,
+# *_NOT_PERMISSIONED), which dcgm-exporter passes on as if they were readings: a GPU without a
+# memory temperature sensor reports DCGM_FI_DEV_MEMORY_TEMP 9223372036854775794.
+_DCGM_INT32_BLANKS = frozenset(float(0x7FFFFFF0 + k) for k in range(4))
+_DCGM_INT64_BLANK = float(0x7FFFFFFFFFFFFFF0)  # the four int64 ones are one float64: 2**63
+_DCGM_FP64_BLANKS = frozenset(float(2**47 + k) for k in range(4))
+DCGM_BLANKS = (_DCGM_INT64_BLANK, *sorted(_DCGM_INT32_BLANKS), *sorted(_DCGM_FP64_BLANKS))
+
+
+def drop_dcgm_blanks(result: ParseResult, file: str) -> None:
+    """Take DCGM's "no reading" values out of ``DCGM_FI_*`` series, and say how many."""
+    dropped: dict[str, int] = {}
+    kept = []
+    for block in result.samples:
+        if not block.key.name.startswith("DCGM_FI_"):
+            kept.append(block)
+            continue
+        keep = [
+            i
+            for i, v in enumerate(block.values)
+            if v != _DCGM_INT64_BLANK and v not in _DCGM_INT32_BLANKS and v not in _DCGM_FP64_BLANKS
+        ]
+        if len(keep) < len(block.values):
+            dropped[block.key.name] = dropped.get(block.key.name, 0) + len(block.values) - len(keep)
+            block.ts_ms = type(block.ts_ms)("q", (block.ts_ms[i] for i in keep))
+            block.values = type(block.values)("d", (block.values[i] for i in keep))
+        if len(block.values):
+            kept.append(block)
+    if dropped:
+        result.samples[:] = kept
+        names = ", ".join(f"{name} ({n})" for name, n in sorted(dropped.items())[:5])
+        result.warnings.append(
+            f"{file}: {sum(dropped.values())} DCGM samples held DCGM's 'blank / not supported' "
+            f"value, not a reading, and were left out: {names}"
+        )

@@ -213,3 +213,34 @@ def test_a_streamed_bare_scrape_keeps_the_file_as_origin_like_the_whole_file_pat
     cpu0 = Series.objects.get(incident=incident, name="node_cpu_seconds_total", labels__cpu="0")
     assert cpu0.origin == ""
     assert outcomes[1].counts["samples"] == 1  # the second file's targeted samples were stored
+
+
+@pytest.mark.django_db
+def test_dcgm_no_reading_values_are_left_out_streamed_or_not(small_parts, team):
+    """dcgm-exporter passes DCGM's "blank / not supported" values on as readings (a GPU without
+    a memory temperature sensor: 9223372036854775794): neither path stores them, and both say
+    how many they left out."""
+    lines = []
+    for i in range(2_000):
+        ts = T0 + i * 1000
+        temp = 9223372036854775794 if i % 2 else 41 + i % 3
+        lines.append(f'DCGM_FI_DEV_MEMORY_TEMP{{gpu="0"}} {temp} {ts}')
+        lines.append(f'DCGM_FI_DEV_GPU_UTIL{{gpu="0"}} {2147483634 if i == 7 else 90} {ts}')
+    data = ("\n".join(lines) + "\n").encode()
+    stored = []
+    for slug in ("streamed", "whole"):
+        if slug == "whole":
+            small_parts_off = pytest.MonkeyPatch()
+            small_parts_off.setattr(streaming, "STREAM_MIN_BYTES", 1 << 40)
+        incident = incident_create(team=team, title=slug)
+        artifact = _ingest(incident, "dcgm.prom", data)
+        assert artifact.status == RunStatus.DONE, artifact.error
+        assert any("1001 DCGM samples" in w for w in artifact.counts["warnings"]), artifact.counts
+        series = {s.name: s for s in Series.objects.filter(incident=incident)}
+        assert series["DCGM_FI_DEV_MEMORY_TEMP"].sample_count == 1000
+        assert series["DCGM_FI_DEV_GPU_UTIL"].sample_count == 1999
+        values = reader.samples_read([series["DCGM_FI_DEV_MEMORY_TEMP"].pk])
+        stored.append(sorted(set(values[series["DCGM_FI_DEV_MEMORY_TEMP"].pk][1].tolist())))
+        if slug == "whole":
+            small_parts_off.undo()
+    assert stored[0] == stored[1] == [41.0, 42.0, 43.0]

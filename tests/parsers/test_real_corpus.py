@@ -45,6 +45,8 @@ def summary(result: ParseResult) -> dict[str, Any]:
 GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
     "prometheus_self_metrics.prom": ("prometheus_text", {}, 376, 376, 0, None),
     "node_exporter_metrics.prom": ("prometheus_text", {}, 507, 507, 0, None),
+    # DCGM_FI_DEV_MEMORY_TEMP 9223372036854775794: DCGM's "not supported", left out and said.
+    "dcgm_exporter_readme.prom": ("prometheus_text", {}, 2, 2, 1, None),
     # Every line names its series by labels alone: {__name__="...", ...} value ms.
     "promtool242_tsdb_dump.txt": ("prometheus_text", {}, 4, 300, 0, None),
     # prometheus-client 0.26's OpenMetrics: ':' in family names, '_' in their samples' names.

@@ -48,7 +48,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from ..series import series_repr
+from ..series import drop_dcgm_blanks, series_repr
 from ..text import head_text
 from ..timestamps import ms_iso
 from ..types import ParseContext, ParseError, ParseResult, SampleBlock, SeriesKey
@@ -80,6 +80,16 @@ def is_openmetrics(data: bytes | mmap.mmap, name: str) -> bool:
 
 
 def parse_exposition(
+    data: bytes, ctx: ParseContext, *, openmetrics: bool | None = None
+) -> ParseResult:
+    """Parse Prometheus text format 0.0.4 or OpenMetrics 1.0 (see the module docstring), less
+    DCGM's "no reading" values (:func:`~..series.drop_dcgm_blanks`)."""
+    result = _parse_exposition(data, ctx, openmetrics=openmetrics)
+    drop_dcgm_blanks(result, ctx.name)
+    return result
+
+
+def _parse_exposition(
     data: bytes, ctx: ParseContext, *, openmetrics: bool | None = None
 ) -> ParseResult:
     """Parse Prometheus text format 0.0.4 or OpenMetrics 1.0 (see the module docstring).

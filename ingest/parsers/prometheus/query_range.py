@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from .. import jsontext
-from ..series import Collector
+from ..series import Collector, drop_dcgm_blanks
 from ..text import decode, head_text
 from ..timestamps import TimeError, epoch_ms
 from ..types import ParseContext, ParseError, ParseResult, SeriesKey
@@ -104,6 +104,7 @@ def parse_query_range(data: bytes, ctx: ParseContext) -> ParseResult:
             out.add(key, ts, value, 0, at)
     result = ParseResult(kind=KIND_QUERY_RANGE, warnings=warnings)
     result.samples.extend(out.blocks.values())
+    drop_dcgm_blanks(result, file)
     if not result.sample_count:
         result.warnings.append(
             f"{file}: no samples found (the query's answer is empty: no series matched in its "
