@@ -331,7 +331,8 @@ def picked_panels(asked: list[str], names: list[str]) -> list[str]:
     reload), else the usual ones it holds, else its first custom metrics (never an empty chart
     for an incident whose metrics are all custom)."""
     known = set(names)
-    picked = [n for n in asked if n in known][:MAX_PICKED_SERIES]
+    # each once: ?series=x&series=x is one panel
+    picked = list(dict.fromkeys(n for n in asked if n in known))[:MAX_PICKED_SERIES]
     if picked:
         return picked
     usual = [name for name, _ in selectors.DEFAULT_PANELS if name in known]

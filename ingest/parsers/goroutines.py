@@ -31,6 +31,8 @@ _CRASH_RE = re.compile(
     r"^(?:panic: |fatal error: |unexpected fault address|SIG(?!QUIT)[A-Z]+: |"
     r"\[signal SIG[A-Z]+)"
 )
+# A register of the dump a signal prints after the stacks ("rax    0x0", "rflags 0x286").
+_REGISTER_RE = re.compile(r"^[a-z0-9]{2,6}\s+0x[0-9a-fA-F]+\s*$")
 # A header cut short ("goroutine 31 [s" at the end of a truncated file).
 _HEADER_START_RE = re.compile(r"^goroutine \d+\b")
 _CREATED_RE = re.compile(r"^created by (.+?)(?: in goroutine \d+)?$")
@@ -78,11 +80,16 @@ def parse_goroutines(data: bytes, ctx: ParseContext) -> ParseResult:
         what, first_line = "goroutine profile", 1
         reason = ""
     else:
-        goroutines, reason, skipped = _read_goroutines(lines, ctx)
+        goroutines, reason, skipped, unlisted = _read_goroutines(lines, ctx)
+        if unlisted:
+            result.warnings.append(
+                f"{ctx.name}: {unlisted} goroutine(s) after the '-----' rule were not listed "
+                "above it (the threads' reports repeat listed ones): left out"
+            )
         if skipped:
             result.warnings.append(
-                f"{ctx.name}: {skipped} line(s) between or after the stacks are not frames (log "
-                "lines, register dumps) and were left out of the dump"
+                f"{ctx.name}: {skipped} line(s) between or after the stacks are neither frames "
+                "nor registers (log lines?) and were left out of the dump"
             )
         if not goroutines:
             raise ParseError(
@@ -173,9 +180,10 @@ def _read_profile(lines: list[str], ctx: ParseContext) -> list[dict[str, Any]]:
     return sorted(groups, key=lambda grp: -grp["count"])
 
 
-def _read_goroutines(lines: list[str], ctx: ParseContext) -> tuple[list[_Goroutine], str, int]:
-    """The goroutines, the crash the runtime reported before them ("" for none), and how many
-    lines after a stack were neither frames nor headers (log lines, register dumps)."""
+def _read_goroutines(lines: list[str], ctx: ParseContext) -> tuple[list[_Goroutine], str, int, int]:
+    """The goroutines, the crash the runtime reported before them ("" for none), how many
+    lines after a stack were neither frames nor headers (log lines, register dumps), and how
+    many goroutines after GOTRACEBACK=crash's "-----" were not listed above it."""
     goroutines: list[_Goroutine] = []
     current: _Goroutine | None = None
     pending: tuple[str, int] | None = None  # a call line waiting for its "\tfile:line"
@@ -184,6 +192,7 @@ def _read_goroutines(lines: list[str], ctx: ParseContext) -> tuple[list[_Gorouti
     seen: dict[int, int] = {}  # goroutine id -> its header's line
     # GOTRACEBACK=crash: after "-----" each thread reports its signal and its goroutine again
     per_thread = False
+    unlisted = 0
     for number, line in enumerate(lines, start=1):
         if line.strip() == "-----" and goroutines and pending is None:
             per_thread, current = True, None
@@ -194,7 +203,10 @@ def _read_goroutines(lines: list[str], ctx: ParseContext) -> tuple[list[_Gorouti
             state, minutes = _goroutine_state(m.group(2))
             current = _Goroutine(int(m.group(1)), state, minutes, number)
             if per_thread:
-                continue  # a thread's report repeats a goroutine listed above (read, not kept)
+                # a thread's report repeats a goroutine listed above (read, not kept); one not
+                # listed there is counted (another dump joined by a rule?)
+                unlisted += current.id not in seen and current.id != 0
+                continue
             if current.id in seen:
                 raise ParseError(
                     ctx.name,
@@ -217,6 +229,8 @@ def _read_goroutines(lines: list[str], ctx: ParseContext) -> tuple[list[_Gorouti
                 "(a file cut short?)",
             )
         if current is None:
+            if goroutines and not per_thread and line.strip() and not _REGISTER_RE.match(line):
+                skipped += 1  # after a stack: a log line (registers are the dump's own)
             # The preamble ("SIGQUIT: quit", "PC=...") or log lines: not a stack. A crash's
             # own line says why the program died.
             if not reason and not goroutines and _CRASH_RE.match(line):
@@ -253,12 +267,12 @@ def _read_goroutines(lines: list[str], ctx: ParseContext) -> tuple[list[_Gorouti
         if call_match is None and current.frames:
             # Not a call (no "(...)"): a log line or a register dump after the stack ends it.
             current = None
-            skipped += 1
+            skipped += not _REGISTER_RE.match(stripped)
             continue
         pending = (call_match.group(1) if call_match else stripped, number)
     if pending is not None:
         raise _missing_file(ctx, pending)
-    return goroutines, reason, skipped
+    return goroutines, reason, skipped, unlisted
 
 
 def _missing_file(ctx: ParseContext, pending: tuple[str, int]) -> ParseError:

@@ -20,6 +20,7 @@ from .types import EventRecord, ParseContext, ParseError, ParseResult
 KIND_PYSPY = "pyspy_dump"
 
 _LOCAL_MAX = 200
+_PARENS_LINE_MAX = 2_000  # the fallback frame pattern backtracks on long lines of " ("
 
 # --- py-spy -------------------------------------------------------------------------------------
 
@@ -29,7 +30,7 @@ _THREAD_RE = re.compile(r'^Thread (0x[0-9A-Fa-f]+|\d+) \(([^)]*)\)(?:: "(.*)")?\
 _FRAME_RE = re.compile(r"^(\s+)(.+?) \(([^()]*?)(?::(\d+))?\)\s*$")
 # A file whose name holds parentheses ("report (1).py"): tried when the above fails (it keeps
 # a C++ frame's own parentheses, "std::function<void (int)>::operator()", in the function).
-_FRAME_PARENS_RE = re.compile(r"^(\s+)(.+?) \((.*?)(?::(\d+))?\)\s*$")
+_FRAME_PARENS_RE = re.compile(r"^(\s+)(\S[^(]*?) \((.*?)(?::(\d+))?\)\s*$")
 # --subprocesses: a rule between processes, each child's parent, py-spy's failure on one.
 _SEPARATOR_RE = re.compile(r"^-{20,}\s*$")
 _PARENT_RE = re.compile(r"^Parent Process (\d+): ?(.*)$")
@@ -79,7 +80,9 @@ def parse_pyspy(data: bytes, ctx: ParseContext) -> ParseResult:
     threads: list[_Thread] = []
     frame_indent: int | None = None
     block: str | None = None  # "Arguments" / "Locals" while reading a --locals block
-    command_open = False  # a command line may go on over lines (python -c "...") until "Python v"
+    # A command line may go on over lines (python -c "...") until "Python v": held until then.
+    command_open = False
+    command_more: list[tuple[int, str]] = []
     failed: str | None = None  # py-spy's error on one process: skipped to the next rule
     failures: list[str] = []
     for number, line in enumerate(lines, start=1):
@@ -108,10 +111,20 @@ def parse_pyspy(data: bytes, ctx: ParseContext) -> ParseResult:
             continue
         if processes and _PARENT_RE.match(line):
             continue  # each thread records its own pid; the first process is the parent
-        if command_open and processes and not _PYTHON_RE.match(line) and not _THREAD_RE.match(line):
-            pid, cmdline, python = processes[-1]
-            processes[-1] = (pid, f"{cmdline} {line.strip()}".strip(), python)
-            continue
+        if command_open and processes and not _PYTHON_RE.match(line):
+            if not line.startswith("Thread "):
+                command_more.append((number, line.strip()))
+                continue
+            command_open = False
+        if command_more and not _PYTHON_RE.match(line):
+            # What followed the header was no command line: "Python v..." never came.
+            first, text = command_more[0]
+            raise ParseError(
+                ctx.name,
+                first,
+                f"expected 'Python v<version>' or 'Thread ...' after the 'Process' header, "
+                f"found {text[:80]!r}",
+            )
         if not processes:
             raise ParseError(
                 ctx.name,
@@ -120,8 +133,9 @@ def parse_pyspy(data: bytes, ctx: ParseContext) -> ParseResult:
             )
         if m := _PYTHON_RE.match(line):
             pid, cmdline, _ = processes[-1]
+            cmdline = " ".join([cmdline, *(text for _, text in command_more)]).strip()
             processes[-1] = (pid, cmdline, m.group(1))
-            command_open = False
+            command_open, command_more = False, []
             continue
         if m := _THREAD_RE.match(line):
             command_open = False
@@ -164,7 +178,9 @@ def parse_pyspy(data: bytes, ctx: ParseContext) -> ParseResult:
                 f"expected 'Arguments:', 'Locals:' or 'name: value' under a frame, "
                 f"found {stripped[:80]!r}",
             )
-        fm = _FRAME_RE.match(line) or _FRAME_PARENS_RE.match(line)
+        fm = _FRAME_RE.match(line) or (
+            _FRAME_PARENS_RE.match(line) if len(line) <= _PARENS_LINE_MAX else None
+        )
         if not fm:
             raise ParseError(
                 ctx.name,
@@ -181,6 +197,18 @@ def parse_pyspy(data: bytes, ctx: ParseContext) -> ParseResult:
         )
     if not processes:
         raise ParseError(ctx.name, 0, "expected py-spy's 'Process <pid>: <command line>' header")
+    if command_more:
+        first, text = command_more[0]
+        raise ParseError(
+            ctx.name,
+            first,
+            f"expected 'Python v<version>' after the 'Process' header, found {text[:80]!r}",
+        )
+    if not threads:
+        why = f" (py-spy: {failures[0]})" if failures else ""
+        raise ParseError(
+            ctx.name, 0, f"expected at least one 'Thread <id> (state)' in the dump{why}"
+        )
     result = _pyspy_result(data, ctx, processes, threads)
     if failures:
         result.warnings.append(

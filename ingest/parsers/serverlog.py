@@ -109,7 +109,12 @@ _TITLE_MAX = 120
 # py-spy's dump as SGLang's watchdog prints it into the log: its header, then the lines a dump
 # is made of (blank, "Python v...", "Thread ...", indented frames, --subprocesses' rules).
 _PYSPY_START_RE = re.compile(r"^Process \d+: ")
-_PYSPY_LINE_RE = re.compile(r"^(?:\s|$|Python v|Thread |Process \d+: |Parent Process |-{20,})")
+_PYSPY_LINE_RE = re.compile(
+    r"^(?:\s*$|Python v|Thread (?:0x[0-9A-Fa-f]+|\d+) \(|Process \d+: |Parent Process \d+: |"
+    r"-{20,}\s*$|Error: |"
+    r"\s+\S.* \(.*\)\s*$|"  # a frame: "    func (file.py:12)", "    0x7f.. (libc.so.6)"
+    r"\s+(?:Arguments|Locals):\s*$|\s+\S+: )"  # --locals: "        name: value"
+)
 _BODY_MAX_LINES = 200
 _BODY_TAIL_LINES = 30
 # Timestamped lines of other processes a traceback's frames may be interrupted by and go on.
@@ -261,6 +266,7 @@ class _LogParser:
         # (its first line, the time of the line before it, its lines) while it goes on.
         self.dump: tuple[int, dt.datetime | None, list[str]] | None = None
         self.dumps: list[EventRecord] = []
+        self.replaying = False  # a dump that did not read, its lines read as log lines again
         self.early_dumps: list[tuple[int, list[str]]] = []  # before the log's first time
         self.life = lifecycle.Lifecycle()
         # A ServerArgs line not closed on its line: (text so far, where ServerArgs( starts, its
@@ -383,7 +389,7 @@ class _LogParser:
                 self.dump[2].append(raw)
                 return
             self.dump_end()
-        if _PYSPY_START_RE.match(raw):
+        if _PYSPY_START_RE.match(raw) and not self.replaying:
             # py-spy's header: its dump goes on over the untimestamped lines after it
             self.dump = (lineno, self.current, [raw])
             return
@@ -446,8 +452,15 @@ class _LogParser:
         except ParseError as exc:
             self.warnings.append(
                 f"{self.file}:{first + max(exc.line, 1) - 1}: a py-spy dump in the log could not "
-                f"be read ({exc.message}); its {len(lines)} lines were left out"
+                f"be read ({exc.message}); its {len(lines)} lines were read as log lines"
             )
+            if not early:  # (before the log's first time they would be left out anyway)
+                self.replaying = True
+                try:
+                    for k, raw in enumerate(lines):
+                        self.continuation(raw, first + k)
+                finally:
+                    self.replaying = False
             return
         for event in got.events:
             attrs = {**event.attrs, "log_line": first}

@@ -142,12 +142,23 @@ def _colon_families(data: bytes) -> tuple[bytes, int]:
     if not declared:
         return data, 0
     named = set(_DECLARED_RE.findall(data))
-    escaped = {n.replace(b":", b"_"): n for n in declared if n.replace(b":", b"_") not in named}
+    spelled: dict[bytes, list[bytes]] = {}
+    for name in declared:
+        spelled.setdefault(name.replace(b":", b"_"), []).append(name)
+    # Only an unambiguous spelling (two families never give the same one) that no family of
+    # the file declares itself.
+    escaped = {e: ns[0] for e, ns in spelled.items() if len(ns) == 1 and e not in named}
     if not escaped:
         return data, 0
     names = b"|".join(re.escape(e) for e in sorted(escaped, key=len, reverse=True))
-    pattern = re.compile(rb"^(" + names + rb")(?=" + _OM_SUFFIX + rb"[{ ])", re.M)
-    return pattern.subn(lambda m: escaped[m.group(1)], data)
+    pattern = re.compile(rb"^(" + names + rb")(" + _OM_SUFFIX + rb")(?=[{ ])", re.M)
+
+    def renamed(m: re.Match[bytes]) -> bytes:
+        if m.group(0) in named:  # a sample of a family declared under that very name
+            return m.group(0)
+        return escaped[m.group(1)] + m.group(2)
+
+    return pattern.subn(renamed, data)
 
 
 _EOF_LINE_RE = re.compile(rb"^# EOF\r?\n", re.M)
@@ -197,10 +208,20 @@ def _consecutive(results: list[tuple[int, ParseResult]], ctx: ParseContext) -> P
     already read is refused, as within one exposition."""
     fallback = default_ms(ctx)
     merged: dict[SeriesKey, SampleBlock] = {}
-    warnings: list[str] = []
+    # Each exposition's warnings, at the file's line numbers; the same warning of several
+    # expositions once, with how many said it.
+    said: dict[str, tuple[str, int]] = {}
+    at_line = re.compile(re.escape(ctx.name) + r":(\d+):")
     repeats = 0
     for first_line, result in results:
-        warnings.extend(w for w in result.warnings if not w.endswith("no samples found"))
+        for w in result.warnings:
+            if w.endswith("no samples found"):
+                continue
+            if m := at_line.match(w):
+                w = f"{ctx.name}:{int(m.group(1)) + first_line - 1}:" + w[m.end() :]
+            kind = at_line.sub("", w, 1)
+            text, n = said.get(kind, (w, 0))
+            said[kind] = (text, n + 1)
         for block in result.samples:
             have = merged.get(block.key)
             if have is None:
@@ -227,12 +248,16 @@ def _consecutive(results: list[tuple[int, ParseResult]], ctx: ParseContext) -> P
                         f"the exposition from this line has {series_repr(block.key)} at "
                         f"{ms_iso(ts)}, not after {ms_iso(last)} of the one before: {why}",
                     )
-    out = ParseResult(kind=KIND_EXPOSITION, warnings=warnings)
+    out = ParseResult(kind=KIND_EXPOSITION)
     out.samples.extend(merged.values())
     out.warnings.append(
         f"{ctx.name}: {len(results)} OpenMetrics expositions one after another (each ended "
         "by '# EOF'), read as consecutive scrapes"
         + (f"; {repeats} samples repeated exactly were read once" if repeats else "")
+    )
+    out.warnings.extend(
+        text + (f" (and in {n - 1} more of the expositions)" if n > 1 else "")
+        for text, n in said.values()
     )
     if not out.samples:
         out.warnings.append(f"{ctx.name}: no samples found")
@@ -290,12 +315,13 @@ def looks_like_exposition(name: str, head: bytes) -> bool:
             continue
         elif _SAMPLE_LINE_RE.fullmatch(line):
             samples += 1
+        elif line in ("...", "…"):
+            other += 1  # a paste that cut lines out
         else:
-            other += 1
+            return False
     if not other:
         return bool(meta) or (
             samples >= 1 and name.lower().endswith((".prom", ".om", ".metrics", ".txt"))
         )
-    # A few lines that are neither (a pasted scrape cut with "...", a stray note) in what is
-    # plainly an exposition: it is one, and its parser names the line it cannot read.
-    return meta >= 2 and samples >= 2 and other * 4 <= meta + samples
+    # A pasted scrape cut with "..." lines is plainly one: its parser names the line.
+    return meta >= 2 and samples >= 2
