@@ -12,12 +12,17 @@ Repositories may come from uploaded bundles, so they are treated as hostile:
   above it, no system or global config, a ``HOME`` where nothing can exist, no hooks,
   ``safe.directory`` naming only this folder, and no ``GIT_*`` variable inherited from the caller.
 * git is told not to run anything the repository's own config could ask for (external diff
-  drivers, textconv filters, fsmonitor hooks, pagers, signature checks).
+  drivers, textconv filters, fsmonitor hooks, pagers, signature checks), and never to reach a
+  remote: every transport is refused (``protocol.allow=never``), so a partial clone's lazy
+  fetch of a missing object cannot run the repository's ``core.sshCommand`` or proxy. A
+  partial clone (``extensions.partialClone``, a ``promisor`` remote) is refused before git
+  runs: its history is not all in its folder.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import threading
 import time
@@ -98,6 +103,16 @@ def _check_contained(repo: Repo) -> None:
                     f"{label}/{rel} is a symbolic link out of the repository's folder; git "
                     f"data reached through links is refused ({_SELF_CONTAINED})"
                 )
+    config = repo.git_dir / "config"
+    if config.is_file() and not config.is_symlink():
+        with open(config, "rb") as src:
+            text = src.read(1024 * 1024).decode("utf-8", errors="replace").lower()
+        if re.search(r"^\s*(?:partialclone|promisor)\s*=", text, re.M):
+            raise UnsafeRepositoryError(
+                f"{label} is a partial clone: objects it lacks would be fetched from its remote "
+                f"when read, so its history is not in its folder; refused ({_SELF_CONTAINED}, "
+                "without --filter)"
+            )
     for alternates in ("objects/info/alternates", "objects/info/http-alternates"):
         entry = repo.git_dir / alternates
         if not os.path.lexists(entry):
@@ -174,6 +189,9 @@ def _env(repo: Repo) -> dict[str, str]:
             "GIT_OPTIONAL_LOCKS": "0",
             "GIT_NO_REPLACE_OBJECTS": "1",
             "GIT_PAGER": "cat",
+            # No fetch of a missing object (git 2.44 and later; protocol.allow below for older)
+            "GIT_NO_LAZY_FETCH": "1",
+            "GIT_PROTOCOL_FROM_USER": "0",
             "LC_ALL": "C",
         }
     )
@@ -198,6 +216,8 @@ def _command(repo: Repo, args: list[str]) -> list[str]:
         "core.quotePath=false",
         "-c",
         "log.showSignature=false",
+        "-c",
+        "protocol.allow=never",
         *args,
     ]
 

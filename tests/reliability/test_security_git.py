@@ -252,3 +252,45 @@ def test_a_self_contained_upload_of_a_real_repository_still_loads(client, user, 
     artifact = Artifact.objects.get(incident=incident, kind=GIT_REPO)
     assert artifact.status == RunStatus.DONE, artifact.error
     assert Event.objects.filter(incident=incident, title__contains="Enable CTAS=512").exists()
+
+
+def _lazy_repo(tmp_path: Path, marker: Path, *, config_in_include: bool) -> Path:
+    """A repository made to look like a partial clone: a blob missing from its objects, a
+    promisor remote, and a core.sshCommand that would leave ``marker`` if git ever ran it to
+    fetch the blob. With ``config_in_include`` the remote sits in a file the config includes,
+    past the containment check's reading: only git's own refusal to fetch stands then."""
+    repo = Repo(tmp_path / "bundle" / "repo")
+    repo.write(".env", "A=1\n")
+    repo.commit("first", "2026-11-20T07:30:00-08:00")
+    blob = repo.git("rev-parse", "HEAD:.env").strip()
+    (repo.root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    remote = (
+        '[remote "origin"]\n\turl = ssh://example.invalid/x.git\n\tpromisor = true\n'
+        "\tpartialclonefilter = blob:none\n"
+    )
+    config = repo.root / ".git" / "config"
+    hostile = f'[core]\n\tsshCommand = "touch {marker}; false"\n'
+    if config_in_include:
+        (repo.root / ".git" / "more.cfg").write_text(remote)
+        config.write_text(config.read_text() + hostile + "[include]\n\tpath = more.cfg\n")
+    else:
+        config.write_text(config.read_text() + hostile + remote)
+    return repo.root.parent
+
+
+@pytest.mark.attack("git repository reaching outside its upload")
+@pytest.mark.parametrize("config_in_include", [False, True], ids=["config", "included-config"])
+def test_a_partial_clone_never_fetches_and_never_runs_its_ssh_command(
+    db, tmp_path, config_in_include
+):
+    """A partial clone's missing objects would be fetched from its remote as git reads them,
+    through the repository's own core.sshCommand: a command of the uploader's choosing. It is
+    refused before git runs; where the check cannot see the remote, git refuses the fetch."""
+    marker = tmp_path / "ssh-command-ran"
+    bundle = _lazy_repo(tmp_path, marker, config_in_include=config_in_include)
+    with pytest.raises(CommandError) as caught:
+        call_command("ingest", str(bundle), incident="x", stdout=StringIO(), stderr=StringIO())
+    if not config_in_include:
+        assert "partial clone" in str(caught.value)
+    assert not marker.exists()
+    assert not Event.objects.exists()
