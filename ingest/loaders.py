@@ -51,18 +51,21 @@ def config_change_event(rec: ConfigChangeRecord) -> EventRecord:
         body_lines.append(f"under condition `{rec.condition}`")
     if rec.note:
         body_lines += ["", rec.note]
-    key = "\x1f".join(
-        [
-            rec.source,
-            rec.ref,
-            rec.scope,
-            rec.key,
-            rec.condition,
-            str(rec.old),
-            str(rec.new),
-            rec.at.isoformat(),
-        ]
-    )
+    parts = [
+        rec.source,
+        rec.ref,
+        rec.scope,
+        rec.key,
+        rec.condition,
+        str(rec.old),
+        str(rec.new),
+        rec.at.isoformat(),
+    ]
+    if rec.where:
+        # The file is part of what changed: one commit setting --tp in two launch scripts made
+        # two changes (merged into one before migration 0020, which re-keyed them).
+        parts.append(rec.where)
+    key = "\x1f".join(parts)
     return EventRecord(
         kind=EventKind.CONFIG_CHANGE,
         lane=Lane.CONFIG,

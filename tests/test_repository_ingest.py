@@ -107,3 +107,75 @@ def test_thousands_of_events_load_by_copy_and_reloading_adds_nothing(db, inciden
     stored = Event.objects.get(incident=incident, key=f"{7:040x}")
     assert stored.title == "commit 7\ttab \\ backslash" and stored.body == "line\nnext"
     assert stored.attrs == {"n": 7, "nan": None, "when": at.isoformat()}
+
+
+def test_one_commit_changing_two_launch_scripts_is_two_changes_each_with_its_file(db, tmp_path):
+    """A prefill and a decode server's scripts both moving --tp 4 -> 8 in one commit: two
+    changes, each naming its file (one had been dropped as "already on the timeline");
+    ingesting the repository again adds nothing."""
+    repo = Repo(tmp_path / "deploy")
+    for name in ("run_prefill.sh", "run_decode.sh"):
+        repo.write(name, "python3 -m sglang.launch_server --model-path m --tp 4\n")
+    repo.commit("first", "2026-11-20T07:30:00-08:00")
+    for name in ("run_prefill.sh", "run_decode.sh"):
+        repo.write(name, "python3 -m sglang.launch_server --model-path m --tp 8\n")
+    repo.commit("tp 8 in both launch scripts", "2026-11-20T09:00:00-08:00")
+    for _ in range(2):
+        call_command("ingest", str(repo.root), incident="tp", stdout=StringIO(), stderr=StringIO())
+    moved = ConfigChange.objects.filter(incident__slug="tp", key="--tp", old_value="4")
+    assert sorted(c.where.split(":")[0] for c in moved) == ["run_decode.sh", "run_prefill.sh"]
+    artifact = Artifact.objects.get(incident__slug="tp")
+    assert not [w for w in artifact.counts.get("warnings", []) if "already on" in w]
+
+
+def test_migration_0020_keys_existing_changes_as_the_loader_now_does(db, incident):
+    """An event keyed before 0020 (no file in its key) gets the key and fingerprint the loader
+    gives the same change now, so the same bytes ingested again still add nothing."""
+    import datetime as dt
+    import importlib
+
+    from django.apps import apps
+
+    from evidence.vocabulary import Scope, Source
+    from ingest.loaders import config_change_event, fingerprint
+    from ingest.parsers.types import ConfigChangeRecord
+
+    rec = ConfigChangeRecord(
+        at=dt.datetime(2026, 11, 20, 17, 0, tzinfo=dt.UTC),
+        key="--tp",
+        old="4",
+        new="8",
+        scope=Scope.FLAG,
+        source=Source.COMMIT,
+        ref="abc123",
+        where="run_decode.sh:1",
+    )
+    now = config_change_event(rec)
+    before = now.key.rsplit("\x1f", 1)[0]  # the key without the file, as before 0020
+    event = Event.objects.create(
+        incident=incident,
+        at=rec.at,
+        kind=EventKind.CONFIG_CHANGE,
+        lane=now.lane,
+        title=now.title,
+        body="",
+        attrs={},
+        key=before,
+        fingerprint=fingerprint(EventKind.CONFIG_CHANGE, before),
+    )
+    ConfigChange.objects.create(
+        event=event,
+        incident=incident,
+        key="--tp",
+        old_value="4",
+        new_value="8",
+        scope=Scope.FLAG,
+        source=Source.COMMIT,
+        ref="abc123",
+        where="run_decode.sh:1",
+    )
+    migration = importlib.import_module("timeline.migrations.0020_config_change_keys_with_where")
+    migration.rekey(apps, None)
+    event.refresh_from_db()
+    assert event.key == now.key
+    assert event.fingerprint == fingerprint(now.kind, now.key)
