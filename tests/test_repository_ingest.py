@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from io import StringIO
 from pathlib import Path
 
@@ -179,3 +180,43 @@ def test_migration_0020_keys_existing_changes_as_the_loader_now_does(db, inciden
     event.refresh_from_db()
     assert event.key == now.key
     assert event.fingerprint == fingerprint(now.kind, now.key)
+
+
+def test_a_shallow_clone_says_its_history_is_cut_and_invents_no_introductions(db, tmp_path):
+    """`git clone --depth 1`: the boundary commit's parents are cut off; its settings are the
+    history's starting point, not changes made there."""
+    origin = _project(tmp_path / "origin")
+    shallow = tmp_path / "shallow"
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "1", f"file://{origin.root}", str(shallow)],
+        check=True,
+        capture_output=True,
+    )
+    call_command("ingest", str(shallow), incident="cut", stdout=StringIO(), stderr=StringIO())
+    assert not ConfigChange.objects.filter(incident__slug="cut").exists()
+    artifact = Artifact.objects.get(incident__slug="cut")
+    assert any("shallow clone" in w for w in artifact.counts["warnings"]), artifact.counts
+
+
+def test_what_a_repository_skips_is_said_and_ci_or_test_files_are_not_server_config(
+    db, tmp_path, monkeypatch
+):
+    from ingest.clients import git as git_client
+
+    monkeypatch.setattr(git_client, "MAX_TEXT_BYTES", 64)
+    repo = Repo(tmp_path / "deploy")
+    repo.write("launch.sh", "export SGLANG_X=1\n")
+    repo.write(".github/workflows/ci.yml", "jobs:\n  test:\n    runs-on: ubuntu-latest\n")
+    repo.write("tests/fixtures/config.json", '{"hidden_size": 4096}\n')
+    repo.commit("first", "2026-11-20T07:30:00-08:00", committed="2026-11-20T08:00:00-08:00")
+    repo.write("launch.sh", "export SGLANG_X=2\n# " + "x" * 100 + "\n")
+    repo.write(".github/workflows/ci.yml", "jobs:\n  test:\n    runs-on: ubuntu-24.04\n")
+    repo.write("tests/fixtures/config.json", '{"hidden_size": 8192}\n')
+    repo.commit("second", "2026-11-20T09:00:00-08:00")
+    call_command("ingest", str(repo.root), incident="skip", stdout=StringIO(), stderr=StringIO())
+    keys = set(ConfigChange.objects.filter(incident__slug="skip").values_list("key", flat=True))
+    assert keys == {"SGLANG_X"}  # CI and test fixtures are no server's settings
+    artifact = Artifact.objects.get(incident__slug="skip")
+    assert any("launch.sh is larger than 64 bytes" in w for w in artifact.counts["warnings"])
+    first = Event.objects.get(incident__slug="skip", kind=EventKind.COMMIT, title="first")
+    assert first.attrs["authored_at"] == "2026-11-20T15:30:00+00:00"  # kept beside the commit's

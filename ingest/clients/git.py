@@ -117,6 +117,17 @@ def read_history(path: Path, *, timeout: float = 60.0, max_commits: int = 100_00
     diffed = [_with_merge_diff(raw, merges) for raw in raw_commits if raw.hash in mainline]
     blobs = _read_blobs(repo, _wanted_blobs(diffed), deadline)
     by_hash = {raw.hash: raw for raw in diffed}
+    # A shallow clone's oldest commits have their parents cut off: diffed against nothing,
+    # every setting they hold would read as introduced there. Their files are the history's
+    # starting point instead, as the first commit's are not.
+    shallow = _shallow_boundary(repo)
+    cut = [raw for raw in raw_commits if raw.hash in shallow]
+    if cut:
+        warnings.append(
+            f"the repository is a shallow clone: its history is cut at {len(cut)} commit(s) "
+            f"({', '.join(raw.hash[:12] for raw in cut[:3])}); settings they hold are not "
+            "reported as introduced there (clone without --depth for the whole history)"
+        )
     commits: list[CommitInfo] = []
     previous: dt.datetime | None = None
     for raw in raw_commits:
@@ -126,11 +137,21 @@ def read_history(path: Path, *, timeout: float = 60.0, max_commits: int = 100_00
             _commit_info(
                 by_hash.get(raw.hash, raw),
                 blobs,
-                with_texts=raw.hash in by_hash,
+                with_texts=raw.hash in by_hash and raw.hash not in shallow,
                 dates=(authored, committed),
+                skipped=warnings,
             )
         )
     return History(commits, warnings)
+
+
+def _shallow_boundary(repo: Repo) -> set[str]:
+    """The commits whose parents a shallow clone cut off (its ``shallow`` file)."""
+    path = repo.git_dir / "shallow"
+    if not path.is_file() or path.is_symlink():
+        return set()
+    with open(path, "rb") as src:
+        return set(src.read(16 * 1024 * 1024).decode("ascii", errors="replace").split())
 
 
 # What every `git log` here reads the same way: renames found, raw entries NUL-separated with
@@ -409,6 +430,7 @@ def _commit_info(
     *,
     with_texts: bool,
     dates: tuple[dt.datetime, dt.datetime],
+    skipped: list[str],
 ) -> CommitInfo:
     subject, body = split_message(raw.message)
     texts: dict[str, tuple[str | None, str | None]] = {}
@@ -420,11 +442,9 @@ def _commit_info(
         before = blobs.get(before_oid) if before_oid else None
         after = blobs.get(after_oid) if after_oid else None
         if (before_oid and before is None) or (after_oid and after is None):
-            logger.warning(
-                "commit %s: %s is larger than %d bytes or unreadable; its settings are skipped",
-                raw.hash[:12],
-                entry.path,
-                MAX_TEXT_BYTES,
+            skipped.append(
+                f"commit {raw.hash[:12]}: {entry.path} is larger than {MAX_TEXT_BYTES:,} bytes "
+                "or unreadable; its settings are skipped"
             )
             continue
         if entry.old_path is not None and not is_config_path(entry.path):

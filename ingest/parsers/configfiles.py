@@ -49,7 +49,19 @@ _NOT_CONFIG = frozenset(
      "go.sum", "go.work.sum", ".terraform.lock.hcl", "selection.json"}
 )  # fmt: skip
 _NOT_CONFIG_SUFFIXES = (".lock", "-lock.json", "-lock.yaml", ".lock.json", ".min.json", ".map")
-_NOT_CONFIG_DIRS = frozenset({"node_modules", "bower_components", ".yarn", "__generated__"})
+_NOT_CONFIG_DIRS = frozenset(
+    {"node_modules", "bower_components", ".yarn", "__generated__",
+     # a project's CI, its tests' fixtures: no server's configuration
+     ".github", ".gitlab", ".circleci", ".buildkite", "tests", "test", "__tests__", "testdata",
+     "fixtures"}
+)  # fmt: skip
+# Tools' own settings (docs site, linters, CI services), not a server's.
+_NOT_SERVER_CONFIG = frozenset(
+    {"mkdocs.yml", "mkdocs.yaml", ".pre-commit-config.yaml", ".readthedocs.yaml",
+     ".readthedocs.yml", "codecov.yml", ".codecov.yml", "renovate.json", ".markdownlint.json",
+     ".markdownlint.yaml", ".yamllint", ".yamllint.yaml", "dependabot.yml", ".gitlab-ci.yml",
+     ".travis.yml", "tox.ini", ".golangci.yml", ".eslintrc.json", "tsconfig.json"}
+)  # fmt: skip
 # Hand-written configuration is kilobytes; a structured file this big is data.
 MAX_CONFIG_CHARS = 256 * 1024
 _MINIFIED_LINE = 2000  # a JSON file whose lines average longer than this was written by a tool
@@ -64,7 +76,7 @@ _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 @functools.lru_cache(maxsize=65536)  # a history asks about the same paths thousands of times
 def _kind(path: str) -> str:
     name = posixpath.basename(path).lower()
-    if name in _NOT_CONFIG or name.endswith(_NOT_CONFIG_SUFFIXES):
+    if name in _NOT_CONFIG or name in _NOT_SERVER_CONFIG or name.endswith(_NOT_CONFIG_SUFFIXES):
         return ""
     if _NOT_CONFIG_DIRS.intersection(path.split("/")[:-1]):
         return ""

@@ -194,6 +194,13 @@ def _commit_event(commit: CommitInfo, repo: str) -> EventRecord:
             "files": files,
             "repo": repo,
             "touches_config": _touches_config(commit),
+            # git log prints the author's date; the timeline places a commit at its commit
+            # date (when it landed), and keeps the other for reading it against a text log
+            **(
+                {"authored_at": commit.authored_at.isoformat()}
+                if commit.authored_at != commit.committed_at
+                else {}
+            ),
         },
         line=commit.line,
     )

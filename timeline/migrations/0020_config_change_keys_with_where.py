@@ -9,6 +9,7 @@ exactly and is left as it was.
 """
 
 import hashlib
+from typing import Any
 
 from django.db import migrations
 
@@ -19,7 +20,7 @@ def _fingerprint(kind: str, key: str) -> str:
     return hashlib.sha256(f"{kind}\x00{key}".encode()).hexdigest()
 
 
-def rekey(apps, schema_editor):
+def rekey(apps: Any, schema_editor: Any) -> None:
     ConfigChange = apps.get_model("timeline", "ConfigChange")
     Event = apps.get_model("timeline", "Event")
     changed = []
