@@ -220,3 +220,42 @@ def test_what_a_repository_skips_is_said_and_ci_or_test_files_are_not_server_con
     assert any("launch.sh is larger than 64 bytes" in w for w in artifact.counts["warnings"])
     first = Event.objects.get(incident__slug="skip", kind=EventKind.COMMIT, title="first")
     assert first.attrs["authored_at"] == "2026-11-20T15:30:00+00:00"  # kept beside the commit's
+
+
+def test_git_log_text_forms_people_save_are_read_alike(tmp_path):
+    """`git log` written by git itself in the forms people paste: --stat, --name-status, -p,
+    --date=rfc and --date=local give the commits, times and files that --numstat gives."""
+    import datetime as dt
+
+    from ingest.parsers.gitlog import parse_git_log
+    from ingest.parsers.types import ParseContext
+
+    repo = _project(tmp_path / "project")
+    repo.git("mv", "launch.sh", "run_server.sh")
+    repo.commit("rename the launch script", "2026-11-20T14:00:00-08:00")
+
+    def log(*options: str) -> dict[str, tuple[dt.datetime, list[str]]]:
+        text = repo.git("log", *options)
+        result = parse_git_log(text.encode(), ParseContext("log.txt", tz=dt.UTC))
+        return {
+            e.attrs["hash"]: (e.at, sorted(f["path"] for f in e.attrs["files"]))
+            for e in result.events
+            if e.kind == EventKind.COMMIT
+        }
+
+    reference = log("--numstat")
+    assert len(reference) == 3
+    for options in (["--stat"], ["--name-status"], ["-p"], ["--numstat", "--date=rfc"]):
+        assert log(*options) == reference, options
+    # --date=local prints the machine's clock without a zone: read in the incident's zone.
+    local = subprocess.run(
+        ["git", "log", "--date=local", "--numstat"],
+        cwd=repo.root,
+        env={**repo.env("2026-11-20T07:00:00-08:00", None), "TZ": "UTC"},
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    parsed = parse_git_log(local.encode(), ParseContext("local.txt", tz=dt.UTC))
+    times = {e.attrs["hash"]: e.at for e in parsed.events if e.kind == EventKind.COMMIT}
+    assert times == {h: at for h, (at, _) in reference.items()}

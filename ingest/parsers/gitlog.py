@@ -15,10 +15,18 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import time
 
 from .gitcommits import KIND_GIT_REPO, CommitInfo, FileStat, commits_to_result, split_message
 from .text import decode_lines, head_text
-from .timestamps import UTC, LocalTimeError, TimeError, parse_iso, parse_overlong_offset
+from .timestamps import (
+    UTC,
+    LocalTimeError,
+    TimeError,
+    parse_iso,
+    parse_overlong_offset,
+    wall_clock,
+)
 from .types import ParseContext, ParseError, ParseResult
 
 # CommitInfo, FileStat, commits_to_result and split_message live in .gitcommits; they are
@@ -41,6 +49,13 @@ _HASH = r"(?:[0-9a-f]{64}|[0-9a-f]{40})"
 _COMMIT_RE = re.compile(rf"^commit ({_HASH})((?: {_HASH})*)(?: \(.*\))?$")
 _AUTHOR_RE = re.compile(r"^(.*?)\s*<([^<>]*)>$")
 _NUMSTAT_RE = re.compile(r"^(\d+|-)\t(\d+|-)\t(.+)$")
+# The other file lists git log prints after a message: --name-status ("M<TAB>path",
+# "R100<TAB>old<TAB>new"), --stat (" path | 12 +++--", then " 2 files changed, ..."), and -p
+# (a "diff --git a/x b/x" header, then the patch, which is skipped).
+_NAME_STATUS_RE = re.compile(r"^([ACDMRTUXB])(\d*)\t([^\t]+)(?:\t([^\t]+))?$")
+_STAT_RE = re.compile(r"^ (.+?)\s+\|\s+(?:\d+|Bin\b)")
+_STAT_SUMMARY_RE = re.compile(r"^ \d+ files? changed")
+_DIFF_RE = re.compile(r"^diff --git a/(.+) b/(.+)$")
 _HEADERS = {"Author", "Date", "AuthorDate", "Commit", "CommitDate", "Merge"}
 _ISO_SPACED_RE = re.compile(
     r"^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}) ([+-]\d{2})(\d{2})$"  # --date=iso
@@ -164,12 +179,18 @@ def _read_commit(
             break
         fm = _NUMSTAT_RE.match(line)
         if not fm:
-            raise ParseError(
-                name,
-                i + 1,
-                "expected a --numstat line 'added<TAB>removed<TAB>path' or the next "
-                f"'commit <hash>' line, found {line[:80]!r}",
-            )
+            other = _other_file_line(lines, i)
+            if other is None:
+                raise ParseError(
+                    name,
+                    i + 1,
+                    "expected a file line (--numstat 'added<TAB>removed<TAB>path', "
+                    "--name-status, --stat or a -p patch) or the next 'commit <hash>' line, "
+                    f"found {line[:80]!r}",
+                )
+            found, i = other
+            files.extend(found)
+            continue
         path, old_path = _numstat_path(fm.group(3))
         files.append(
             FileStat(
@@ -196,6 +217,30 @@ def _read_commit(
     return commit, i
 
 
+def _other_file_line(lines: list[str], i: int) -> tuple[list[FileStat], int] | None:
+    """The files a --name-status, --stat or -p line at ``i`` names (none for --stat's summary
+    or a patch's body) and the line after it (after the whole patch); None for none of them."""
+    line = lines[i]
+    if m := _NAME_STATUS_RE.match(line):
+        if m.group(4) is not None:  # a rename or copy: old, then new
+            return [FileStat(path=m.group(4), added=None, removed=None, old_path=m.group(3))], i + 1
+        return [FileStat(path=m.group(3), added=None, removed=None)], i + 1
+    if _STAT_SUMMARY_RE.match(line):
+        return [], i + 1
+    if m := _STAT_RE.match(line):
+        path, old_path = _numstat_path(m.group(1).strip())
+        return [FileStat(path=path, added=None, removed=None, old_path=old_path)], i + 1
+    if m := _DIFF_RE.match(line):
+        old, new = m.group(1), m.group(2)
+        found = FileStat(path=new, added=None, removed=None, old_path=old if old != new else None)
+        i += 1
+        # the patch: header lines and hunks, up to the next file's or commit's header
+        while i < len(lines) and not lines[i].startswith(("diff --git ", "commit ")):
+            i += 1
+        return [found], i
+    return None
+
+
 def _missing_header(
     name: str, start: int, commit_hash: str, header: str, rest: list[str]
 ) -> ParseError:
@@ -217,11 +262,25 @@ def _parse_date(value: str, ctx: ParseContext, line: int, warnings: list[str]) -
         raise ParseError(ctx.name, line, str(exc)) from None
     except TimeError:
         pass
+    for layout in (
+        "%a %b %d %H:%M:%S %Y %z",  # git's default: "Fri Nov 20 07:30:00 2026 -0800"
+        "%a, %d %b %Y %H:%M:%S %z",  # --date=rfc: "Fri, 20 Nov 2026 07:30:00 -0800"
+    ):
+        try:
+            return dt.datetime.strptime(text, layout).astimezone(UTC)
+        except ValueError:
+            pass
     try:
-        # git's default date layout: "Fri Nov 20 07:30:00 2026 -0800"
-        return dt.datetime.strptime(text, "%a %b %d %H:%M:%S %Y %z").astimezone(UTC)
+        # --date=local: the default layout without a zone, in the printing machine's time
+        # (read in the incident's zone, as every zone-less time)
+        fields = time.strptime(text, "%a %b %d %H:%M:%S %Y")[:6]
     except ValueError:
         pass
+    else:
+        try:
+            return wall_clock(*fields, tz=ctx.tz)
+        except LocalTimeError as exc:
+            raise ParseError(ctx.name, line, str(exc)) from None
     try:
         odd = parse_overlong_offset(value.strip())
     except TimeError:
