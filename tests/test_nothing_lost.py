@@ -15,6 +15,7 @@ from django.core.management import call_command
 
 from ingest.services import orchestration
 from ingest.services.orchestration import Load
+from tests.parsers.test_real_corpus import REFUSED
 from timeline.choices import RunStatus
 from timeline.metrics import reader
 from timeline.models import Artifact, Event, Series
@@ -191,18 +192,8 @@ def test_the_real_corpus_ingests_with_every_record_stored_or_counted(incident, t
     for artifact in artifacts.values():
         artifact.refresh_from_db()
     failed = {name: a.error for name, a in artifacts.items() if a.status != RunStatus.DONE}
-    assert set(failed) == {
-        "query_range_error_bad_data.json",
-        "sglang/shipped_tab_export_newest_first.tsv",
-        # Refused with the line (tests/parsers/test_real_corpus.py): three scrapes without
-        # timestamps in one file, and a pasted scrape cut with "...".
-        "prometheus_client_3scrapes_no_timestamps.prom",
-        "dcgm_exporter_readme_ellipsis.prom",
-        "go127_pprof_debug2_truncated_mid_header.txt",
-        "pyspy043_two_dumps_concat.txt",
-        "go127_pprof_debug2_three_curls_concat.txt",
-        "prometheus_client026_3scrapes.om.txt",
-    }
+    # Exactly the files the parsers refuse, each with its line (tests/parsers/test_real_corpus.py).
+    assert set(failed) == REFUSED
     assert "Prometheus returned an error (bad_data)" in failed["query_range_error_bad_data.json"]
     # The four copies of one SGLang excerpt (plain and behind three shippers' prefixes): a
     # server log's series belong to its file (two servers' logs share rank labels), so each copy

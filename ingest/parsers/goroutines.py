@@ -194,10 +194,11 @@ def _read_goroutines(lines: list[str], ctx: ParseContext) -> tuple[list[_Gorouti
     per_thread = False
     unlisted = 0
     for number, line in enumerate(lines, start=1):
-        if line.strip() == "-----" and goroutines and pending is None:
+        stripped = line.strip()
+        if stripped == "-----" and goroutines and pending is None:
             per_thread, current = True, None
             continue
-        if m := _GOROUTINE_RE.match(line.strip()):
+        if m := _GOROUTINE_RE.match(stripped):
             if pending is not None:
                 raise _missing_file(ctx, pending)
             state, minutes = _goroutine_state(m.group(2))
@@ -219,9 +220,7 @@ def _read_goroutines(lines: list[str], ctx: ParseContext) -> tuple[list[_Gorouti
                 seen[current.id] = number
                 goroutines.append(current)
             continue
-        if _HEADER_START_RE.match(line.strip()) and not line.strip().startswith(
-            "goroutine profile:"
-        ):
+        if _HEADER_START_RE.match(stripped) and not stripped.startswith("goroutine profile:"):
             raise ParseError(
                 ctx.name,
                 number,
@@ -229,14 +228,14 @@ def _read_goroutines(lines: list[str], ctx: ParseContext) -> tuple[list[_Gorouti
                 "(a file cut short?)",
             )
         if current is None:
-            if goroutines and not per_thread and line.strip() and not _REGISTER_RE.match(line):
+            if goroutines and not per_thread and stripped and not _REGISTER_RE.match(line):
                 skipped += 1  # after a stack: a log line (registers are the dump's own)
             # The preamble ("SIGQUIT: quit", "PC=...") or log lines: not a stack. A crash's
             # own line says why the program died.
             if not reason and not goroutines and _CRASH_RE.match(line):
-                reason = line.strip()
+                reason = stripped
             continue
-        if not line.strip():
+        if not stripped:
             if pending is not None:
                 raise _missing_file(ctx, pending)
             current = None  # a blank line ends the goroutine; register dumps may follow
@@ -253,7 +252,6 @@ def _read_goroutines(lines: list[str], ctx: ParseContext) -> tuple[list[_Gorouti
                 current.frames.append(frame)
             pending = None
             continue
-        stripped = line.strip()
         if stripped.startswith("...") or stripped.endswith("stack unavailable"):
             continue  # "...additional frames elided...", "goroutine running on other thread"
         if cm := _CREATED_RE.match(stripped):

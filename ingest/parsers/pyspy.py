@@ -37,6 +37,39 @@ _PARENT_RE = re.compile(r"^Parent Process (\d+): ?(.*)$")
 _FAILED_RE = re.compile(r"^Error: (.+)$")
 
 
+_LOCALS_RE = re.compile(r"^\s+(?:(?:Arguments|Locals):\s*$|\S+: )")  # --locals' lines
+
+
+def starts_dump(line: str) -> bool:
+    """Whether ``line`` is py-spy's ``Process <pid>: ...`` header (a dump printed into a log
+    starts there: ingest.parsers.serverlog)."""
+    return _PROCESS_RE.match(line) is not None
+
+
+def in_dump(line: str) -> bool:
+    """Whether ``line`` can be part of a dump: a blank line, a header, a thread, a frame, a
+    --locals line, or --subprocesses' rules, parents and failures."""
+    if not line.strip():
+        return True
+    if line[0].isspace():
+        return bool(
+            _FRAME_RE.match(line)
+            or (len(line) <= _PARENS_LINE_MAX and _FRAME_PARENS_RE.match(line))
+            or _LOCALS_RE.match(line)
+        )
+    return any(
+        pattern.match(line)
+        for pattern in (
+            _PROCESS_RE,
+            _PYTHON_RE,
+            _THREAD_RE,
+            _PARENT_RE,
+            _SEPARATOR_RE,
+            _FAILED_RE,
+        )
+    )
+
+
 def looks_like_pyspy(name: str, head: bytes) -> bool:
     """True when ``head`` starts with py-spy's ``Process <pid>: ...`` header, or is the JSON
     array ``py-spy dump --json`` writes (threads with ``thread_id`` and ``frames``)."""

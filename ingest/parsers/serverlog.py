@@ -106,15 +106,6 @@ _EXCEPTION_LINE_RE = re.compile(
 _RAISED_LINE_RE = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::.*)?")
 _FRAME = "  File "
 _TITLE_MAX = 120
-# py-spy's dump as SGLang's watchdog prints it into the log: its header, then the lines a dump
-# is made of (blank, "Python v...", "Thread ...", indented frames, --subprocesses' rules).
-_PYSPY_START_RE = re.compile(r"^Process \d+: ")
-_PYSPY_LINE_RE = re.compile(
-    r"^(?:\s*$|Python v|Thread (?:0x[0-9A-Fa-f]+|\d+) \(|Process \d+: |Parent Process \d+: |"
-    r"-{20,}\s*$|Error: |"
-    r"\s+\S.* \(.*\)\s*$|"  # a frame: "    func (file.py:12)", "    0x7f.. (libc.so.6)"
-    r"\s+(?:Arguments|Locals):\s*$|\s+\S+: )"  # --locals: "        name: value"
-)
 _BODY_MAX_LINES = 200
 _BODY_TAIL_LINES = 30
 # Timestamped lines of other processes a traceback's frames may be interrupted by and go on.
@@ -385,11 +376,11 @@ class _LogParser:
             self.in_payload = self.payload_state != ("", 0)
             return
         if self.dump is not None:
-            if _PYSPY_LINE_RE.match(raw):
+            if pyspy.in_dump(raw):  # py-spy's own grammar: what a dump is made of
                 self.dump[2].append(raw)
                 return
             self.dump_end()
-        if _PYSPY_START_RE.match(raw) and not self.replaying:
+        if pyspy.starts_dump(raw) and not self.replaying:
             # py-spy's header: its dump goes on over the untimestamped lines after it
             self.dump = (lineno, self.current, [raw])
             return
