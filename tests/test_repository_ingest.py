@@ -259,3 +259,137 @@ def test_git_log_text_forms_people_save_are_read_alike(tmp_path):
     parsed = parse_git_log(local.encode(), ParseContext("local.txt", tz=dt.UTC))
     times = {e.attrs["hash"]: e.at for e in parsed.events if e.kind == EventKind.COMMIT}
     assert times == {h: at for h, (at, _) in reference.items()}
+
+
+def _changes(result) -> list[tuple]:  # type: ignore[no-untyped-def]
+    return sorted(
+        (c.ref, c.key, c.old, c.new, c.where, c.scope, c.source, c.at)
+        for c in result.config_changes
+    )
+
+
+def _patched_repos(tmp_path: Path) -> tuple[Repo, Repo]:
+    """The sample deploy and docs repositories, plus the shapes a patch shows partly: a
+    setting deep in a YAML file, a doc whose code block is edited far from its top, a config
+    file deleted, a flag changed far below its command's first line."""
+    from tests.test_git_client import build_deploy_repo, build_docs_repo
+
+    deploy, docs = Repo.__new__(Repo), Repo.__new__(Repo)
+    build_deploy_repo(tmp_path / "deploy")
+    build_docs_repo(tmp_path / "docs")
+    deploy.root, docs.root = tmp_path / "deploy", tmp_path / "docs"
+    deep = "server:\n" + "".join(f"  key{k}: {k}\n" for k in range(20))
+    deploy.write("serve.yaml", deep)
+    deploy.write("old.env", "GONE=1\n")
+    deploy.commit("serve.yaml", "2026-11-20T17:00:00-08:00")
+    deploy.write("serve.yaml", deep.replace("key15: 15", "key15: 16"))
+    deploy.write(
+        "run.sh",
+        "python -m sglang.launch_server \\\n"
+        + "".join(f"  --flag-{k} {k} \\\n" for k in range(10))
+        + "  --port 30000\n",
+    )
+    deploy.git("rm", "-q", "old.env")
+    deploy.commit("deep YAML change; run.sh; old.env gone", "2026-11-20T17:10:00-08:00")
+    deploy.write("run.sh", (deploy.root / "run.sh").read_text().replace("--flag-8 8", "--flag-8 9"))
+    deploy.commit("flag 8", "2026-11-20T17:20:00-08:00")
+    doc = (docs.root / "DSV4_DEPLOY.md").read_text()
+    docs.write("DSV4_DEPLOY.md", doc + "\n" + "filler\n\n" * 30 + "```bash\nexport LATE=1\n```\n")
+    docs.commit("late block", "2026-11-20T17:30:00-08:00")
+    docs.write("DSV4_DEPLOY.md", doc + "\n" + "filler\n\n" * 30 + "```bash\nexport LATE=2\n```\n")
+    docs.commit("late block edited", "2026-11-20T17:40:00-08:00")
+    return deploy, docs
+
+
+def test_config_changes_from_a_saved_git_log_p_match_the_repositorys(tmp_path):
+    """A `git log -p` saved with whole files (--unified=100000) gives exactly the config
+    changes the repository reader finds, keys, values, lines and times alike; with git's
+    default 3 lines of context, every change in .env files and shell lines is found, and each
+    change the hunks cannot show is said, never read wrong."""
+    import datetime as dt
+
+    from ingest.clients.git import read_history
+    from ingest.parsers.gitcommits import commits_to_result
+    from ingest.parsers.gitlog import parse_git_log
+    from ingest.parsers.types import ParseContext
+
+    for repo in _patched_repos(tmp_path):
+        ctx = ParseContext("log.txt", tz=dt.UTC)
+        reference = commits_to_result(read_history(repo.root).commits, repo="r", ctx=ctx)
+        assert reference.config_changes
+        whole = parse_git_log(
+            repo.git("log", "-p", "--parents", "--unified=100000", "--pretty=fuller").encode(),
+            ctx,
+        )
+        # (the merged branch's METRICS_PORT change: at its merge, as the repository reader has it)
+        assert _changes(whole) == _changes(reference)
+        assert whole.warnings == []
+
+        default = parse_git_log(repo.git("log", "-p", "--parents", "--pretty=fuller").encode(), ctx)
+        found = _changes(default)
+        assert set(found) <= set(_changes(reference))  # nothing read wrong
+        missed = sorted(set(_changes(reference)) - set(found))
+        if repo.root.name == "docs":
+            # A Markdown hunk below the top is not read (a code fence may open above it):
+            # the CTAS export added to a code block, the late block added and edited.
+            assert {m[1] for m in missed} == {"SGLANG_SM120_MMA_TARGET_CTAS", "LATE"}
+            for ref, *_ in missed:
+                assert any(
+                    f"commit {ref.rpartition('@')[2]}: the settings of DSV4_DEPLOY.md are not "
+                    "read: its hunks start at line"
+                    in w
+                    and "--unified=100000" in w
+                    for w in default.warnings
+                ), (ref, default.warnings)
+            continue
+        assert {(m[1], m[2], m[3]) for m in missed} == {
+            ("server.key15", "15", "16"),  # deep in serve.yaml
+            ("--flag-8", "8", "9"),  # 9 lines below `python -m sglang.launch_server`
+            # the sample's launch.sh: flags 5 and more lines below the command's first
+            ("--tokenizer-path", "/models/dsv4-tok-v1", "/models/dsv4-tok-v2"),
+            ("--chunked-prefill-size", "8192", "16384"),
+            ("--chunked-prefill-size", "16384", "8192"),
+        }
+        said = "\n".join(default.warnings)
+        for ref, _key, _old, _new, where, *_ in missed:  # each one said, at its commit and file
+            assert f"commit {ref[:12]}: " in said and where.split(":")[0] in said, (ref, where)
+        assert "the settings of serve.yaml are not read: its hunks start at line 14" in said
+        assert (
+            "2 changed flag line(s) of run.sh are not read, the first at line 10 (- --flag-8 8"
+            in said
+        )
+        # what the default log does show: the CTAS export, the .env edits, the deletion
+        keys = {(m[1], m[2], m[3]) for m in found}
+        assert ("SGLANG_SM120_MMA_TARGET_CTAS", None, "512") in keys
+        assert ("LOG_LEVEL", "info", "debug") in keys
+        assert ("GONE", "1", None) in keys
+
+
+def test_a_merged_branchs_settings_land_with_the_merge_or_the_log_says_it_cannot_tell(tmp_path):
+    """The deployed line is HEAD's first parents: a setting changed on a branch goes live with
+    the merge. A log printed with --parents places it there; git's default layout names no
+    parents of ordinary commits, so the change stays at its commit and a warning says why; a
+    --first-parent log shows the merge's own patch."""
+    import datetime as dt
+
+    from ingest.parsers.gitlog import parse_git_log
+    from ingest.parsers.types import ParseContext
+    from tests.test_git_client import build_deploy_repo
+
+    h = build_deploy_repo(tmp_path / "deploy")
+    repo = Repo.__new__(Repo)
+    repo.root = tmp_path / "deploy"
+    ctx = ParseContext("log.txt", tz=dt.UTC)
+
+    def port(*options: str) -> tuple[list[tuple[str, str | None, str | None]], list[str]]:
+        text = repo.git("log", "-p", "--unified=100000", "--pretty=fuller", *options)
+        result = parse_git_log(text.encode(), ctx)
+        changes = [(c.ref, c.old, c.new) for c in result.config_changes if c.key == "METRICS_PORT"]
+        return changes, result.warnings
+
+    assert port("--parents") == ([(h["init"], None, "9400"), (h["merge"], "9400", "9401")], [])
+    assert port("--first-parent")[0] == [(h["init"], None, "9400"), (h["merge"], "9400", "9401")]
+    plain, said = port()
+    assert plain == [(h["init"], None, "9400"), (h["side"], "9400", "9401")]
+    assert len(said) == 1 and "1 merge(s) bring in commits this log also lists" in said[0]
+    assert "git log -p --parents" in said[0]

@@ -30,6 +30,7 @@ from .types import UTC, ConfigChangeRecord, ParseError, Setting
 __all__ = [
     "diff_settings",
     "extract_settings",
+    "file_kind",
     "generated_data",
     "is_config_path",
     "setting_condition",
@@ -96,6 +97,12 @@ def _kind(path: str) -> str:
     if "." not in name and name.startswith(_SCRIPT_PREFIXES):
         return "shell"
     return ""
+
+
+def file_kind(path: str) -> str:
+    """How a config file is read: ``markdown``, ``dotenv``, ``shell``, ``yaml``, ``toml`` or
+    ``json``; "" for a file that is not configuration."""
+    return _kind(path)
 
 
 def is_config_path(path: str) -> bool:

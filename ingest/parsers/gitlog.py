@@ -13,11 +13,14 @@ a header or a numstat line. Git's default ``medium`` layout (``Merge:`` lines, `
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 import time
 
+from .configfiles import file_kind, is_config_path
 from .gitcommits import KIND_GIT_REPO, CommitInfo, FileStat, commits_to_result, split_message
+from .gitpatch import LINE_KINDS, WHOLE_FILES, FilePatch, read_file_patch, sides, unread_flags
 from .text import decode_lines, head_text
 from .timestamps import (
     UTC,
@@ -27,7 +30,7 @@ from .timestamps import (
     parse_overlong_offset,
     wall_clock,
 )
-from .types import ParseContext, ParseError, ParseResult
+from .types import ConfigChangeRecord, ParseContext, ParseError, ParseResult
 
 # CommitInfo, FileStat, commits_to_result and split_message live in .gitcommits; they are
 # named here too because callers of the text parser use them with it.
@@ -56,6 +59,7 @@ _NAME_STATUS_RE = re.compile(r"^([ACDMRTUXB])(\d*)\t([^\t]+)(?:\t([^\t]+))?$")
 _STAT_RE = re.compile(r"^ (.+?)\s+\|\s+(?:\d+|Bin\b)")
 _STAT_SUMMARY_RE = re.compile(r"^ \d+ files? changed")
 _DIFF_RE = re.compile(r"^diff --git a/(.+) b/(.+)$")
+_COMBINED_RE = re.compile(r"^diff --(?:cc|combined) (.+)$")  # a merge's patch (-c, --cc)
 _HEADERS = {"Author", "Date", "AuthorDate", "Commit", "CommitDate", "Merge"}
 _ISO_SPACED_RE = re.compile(
     r"^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}) ([+-]\d{2})(\d{2})$"  # --date=iso
@@ -100,8 +104,85 @@ def parse_git_log(data: bytes, ctx: ParseContext) -> ParseResult:
     warnings: list[str] = []
     commits = parse_git_log_text(data, ctx, warnings)
     result = commits_to_result(commits, repo=_repo_name(ctx.name), ctx=ctx, kind=KIND_GIT_LOG)
+    _changes_at_merges(result, _merged_in(commits, ctx.name, warnings))
     result.warnings[:0] = warnings
     return result
+
+
+def _merged_in(commits: list[CommitInfo], name: str, warnings: list[str]) -> dict[str, CommitInfo]:
+    """Each commit of a merged branch -> the merge of the deployed line (HEAD's first-parent
+    line) that brought it there, as the repository reader sees it: a branch's settings reach
+    the deployed line with its merge. Empty when the log shows no such branch (a linear
+    history, or a log of the first-parent line alone)."""
+    merges = [c for c in commits if len(c.parents) > 1]
+    if not merges:
+        return {}
+    by_hash = {c.hash: c for c in commits}
+
+    def resolve(parent: str) -> CommitInfo | None:  # (the medium layout abbreviates parents)
+        found = by_hash.get(parent)
+        if found is None and len(parent) < 40:
+            matches = [c for h, c in by_hash.items() if h.startswith(parent)]
+            found = matches[0] if len(matches) == 1 else None
+        return found
+
+    branches = [m for m in merges if any(resolve(p) for p in m.parents[1:])]
+    if not branches:
+        return {}
+    if not any(len(c.parents) == 1 for c in commits):
+        warnings.append(
+            f"{name}: {len(branches)} merge(s) bring in commits this log also lists, and the "
+            "log does not name each commit's parents: settings changed on those branches are "
+            "placed at their own commits, not at the merges that brought them to the deployed "
+            "line (save the log with `git log -p --parents` to place them at the merges)"
+        )
+        return {}
+    listed = {p for c in commits for p in c.parents}
+    heads = [c for c in commits if c.hash not in listed]
+    line: list[CommitInfo] = []
+    at: CommitInfo | None = max(heads, key=lambda c: c.committed_at) if heads else None
+    while at is not None:
+        line.append(at)
+        at = resolve(at.parents[0]) if at.parents else None
+    mainline = {c.hash for c in line}
+    out: dict[str, CommitInfo] = {}
+    for merge in reversed(line):  # oldest first: a commit is brought by the first merge
+        todo = [c for c in (resolve(p) for p in merge.parents[1:]) if c is not None]
+        while todo:
+            c = todo.pop()
+            if c.hash in mainline or c.hash in out:
+                continue
+            out[c.hash] = merge
+            todo.extend(p for p in (resolve(h) for h in c.parents) if p is not None)
+    return out
+
+
+def _changes_at_merges(result: ParseResult, merged_in: dict[str, CommitInfo]) -> None:
+    """A merged branch's config changes, one per setting, at the merge that brought them to
+    the deployed line (the first old value, the last new one; none when they cancel out).
+    A merge whose own patch the log shows (``--diff-merges=first-parent``) says it itself."""
+    if not merged_in:
+        return
+    short = {h[:12]: m for h, m in merged_in.items()}
+    kept: list[ConfigChangeRecord] = []
+    folded: dict[tuple[str, str, str, str, str], ConfigChangeRecord] = {}
+    for change in result.config_changes:
+        path, doc, rev = change.ref.rpartition("@")
+        merge = short.get(rev) if doc else merged_in.get(change.ref)
+        if merge is None:
+            kept.append(change)
+            continue
+        if merge.texts:
+            continue
+        ref = f"{path}@{merge.hash[:12]}" if doc else merge.hash
+        key = (ref, change.source, change.key, change.scope, change.condition)
+        before = folded.get(key)
+        folded[key] = dataclasses.replace(
+            change, ref=ref, at=merge.committed_at, old=before.old if before else change.old
+        )
+    kept.extend(c for c in folded.values() if c.old != c.new)
+    kept.sort(key=lambda c: c.at)
+    result.config_changes[:] = kept
 
 
 def _read_commit(
@@ -170,6 +251,7 @@ def _read_commit(
     subject, body = split_message("\n".join(message))
 
     files: list[FileStat] = []
+    texts: dict[str, tuple[str | None, str | None]] = {}
     while i < n:
         line = lines[i]
         if not line.strip():
@@ -179,6 +261,7 @@ def _read_commit(
             break
         fm = _NUMSTAT_RE.match(line)
         if not fm:
+            at = i
             other = _other_file_line(lines, i)
             if other is None:
                 raise ParseError(
@@ -188,8 +271,10 @@ def _read_commit(
                     "--name-status, --stat or a -p patch) or the next 'commit <hash>' line, "
                     f"found {line[:80]!r}",
                 )
-            found, i = other
+            found, i, patch = other
             files.extend(found)
+            if patch is not None:
+                _patch_texts(patch, texts, f"{name}:{at + 1}: commit {commit_hash[:12]}", warnings)
             continue
         path, old_path = _numstat_path(fm.group(3))
         files.append(
@@ -212,32 +297,71 @@ def _read_commit(
         subject=subject,
         body=body,
         files=tuple(files),
+        texts=texts,
         line=start + 1,
     )
     return commit, i
 
 
-def _other_file_line(lines: list[str], i: int) -> tuple[list[FileStat], int] | None:
-    """The files a --name-status, --stat or -p line at ``i`` names (none for --stat's summary
-    or a patch's body) and the line after it (after the whole patch); None for none of them."""
+def _patch_texts(
+    patch: FilePatch,
+    texts: dict[str, tuple[str | None, str | None]],
+    where: str,
+    warnings: list[str],
+) -> None:
+    """The sides of a config file's patch into ``texts`` (keyed as the repository reader keys
+    them: the path after the commit, or before it for a deletion), or a warning saying why
+    its settings are not read."""
+    path = patch.new_path or patch.old_path
+    if path is None or not any(
+        p is not None and is_config_path(p) for p in (patch.new_path, patch.old_path)
+    ):
+        return
+    read = sides(patch)
+    if isinstance(read, str):
+        warnings.append(f"{where}: the settings of {path} are not read: {read}")
+        return
+    texts[path] = read
+    if file_kind(path) in LINE_KINDS:
+        unread = unread_flags(patch)
+        if unread:
+            mark, number, text = unread[0]
+            warnings.append(
+                f"{where}: {len(unread)} changed flag line(s) of {path} are not read, the "
+                f"first at line {number} ({mark} {text.strip()[:60]}): the command they "
+                f"continue starts above the patch's context (save the log with `{WHOLE_FILES}` "
+                "to read them)"
+            )
+
+
+def _other_file_line(
+    lines: list[str], i: int
+) -> tuple[list[FileStat], int, FilePatch | None] | None:
+    """The files a --name-status, --stat or -p line at ``i`` names (none for --stat's summary),
+    the line after it (after the whole patch) and the patch read (-p); None for none of them."""
     line = lines[i]
     if m := _NAME_STATUS_RE.match(line):
         if m.group(4) is not None:  # a rename or copy: old, then new
-            return [FileStat(path=m.group(4), added=None, removed=None, old_path=m.group(3))], i + 1
-        return [FileStat(path=m.group(3), added=None, removed=None)], i + 1
+            renamed = FileStat(path=m.group(4), added=None, removed=None, old_path=m.group(3))
+            return [renamed], i + 1, None
+        return [FileStat(path=m.group(3), added=None, removed=None)], i + 1, None
     if _STAT_SUMMARY_RE.match(line):
-        return [], i + 1
+        return [], i + 1, None
     if m := _STAT_RE.match(line):
         path, old_path = _numstat_path(m.group(1).strip())
-        return [FileStat(path=path, added=None, removed=None, old_path=old_path)], i + 1
+        return [FileStat(path=path, added=None, removed=None, old_path=old_path)], i + 1, None
     if m := _DIFF_RE.match(line):
         old, new = m.group(1), m.group(2)
         found = FileStat(path=new, added=None, removed=None, old_path=old if old != new else None)
+        patch, i = read_file_patch(lines, i, old, new)
+        return [found], i, patch
+    if m := _COMBINED_RE.match(line):
+        # A merge's combined diff: its file, not its settings (a merge's changes are its
+        # parents', read in their own patches).
         i += 1
-        # the patch: header lines and hunks, up to the next file's or commit's header
-        while i < len(lines) and not lines[i].startswith(("diff --git ", "commit ")):
+        while i < len(lines) and not lines[i].startswith(("diff --", "commit ")):
             i += 1
-        return [found], i
+        return [FileStat(path=m.group(1), added=None, removed=None)], i, None
     return None
 
 
