@@ -318,10 +318,17 @@ def test_config_changes_from_a_saved_git_log_p_match_the_repositorys(tmp_path):
         reference = commits_to_result(read_history(repo.root).commits, repo="r", ctx=ctx)
         assert reference.config_changes
         whole = parse_git_log(
-            repo.git("log", "-p", "--parents", "--unified=100000", "--pretty=fuller").encode(),
+            repo.git(
+                "log",
+                "-p",
+                "--parents",
+                "--diff-merges=first-parent",
+                "--unified=100000",
+                "--pretty=fuller",
+            ).encode(),
             ctx,
         )
-        # (the merged branch's METRICS_PORT change: at its merge, as the repository reader has it)
+        # (the merged branch's METRICS_PORT change: at its merge, from the merge's own diff)
         assert _changes(whole) == _changes(reference)
         assert whole.warnings == []
 
@@ -387,9 +394,55 @@ def test_a_merged_branchs_settings_land_with_the_merge_or_the_log_says_it_cannot
         changes = [(c.ref, c.old, c.new) for c in result.config_changes if c.key == "METRICS_PORT"]
         return changes, result.warnings
 
-    assert port("--parents") == ([(h["init"], None, "9400"), (h["merge"], "9400", "9401")], [])
-    assert port("--first-parent")[0] == [(h["init"], None, "9400"), (h["merge"], "9400", "9401")]
+    landed = [(h["init"], None, "9400"), (h["merge"], "9400", "9401")]
+    assert port("--parents", "--diff-merges=first-parent") == (landed, [])
+    assert port("--first-parent") == (landed, [])
+    # Without the merges' diffs the branch's own are folded into its merge, and that is said.
+    folded, said = port("--parents")
+    assert folded == landed
+    assert len(said) == 1 and "1 commit(s) of merged branches are placed at the merges" in said[0]
+    # Without parents the log cannot say what a merge brought.
     plain, said = port()
     assert plain == [(h["init"], None, "9400"), (h["side"], "9400", "9401")]
     assert len(said) == 1 and "1 merge(s) bring in commits this log also lists" in said[0]
-    assert "git log -p --parents" in said[0]
+    assert "git log -p --parents --diff-merges=first-parent" in said[0]
+    # The merges' diffs without parents: the branch's change would be read twice; said.
+    twice, said = port("--diff-merges=first-parent")
+    assert len(said) == 1 and "read twice" in said[0]
+
+
+def test_a_git_log_p_quoting_a_file_in_another_encoding_is_read_and_says_so(tmp_path):
+    """Real histories hold files that are not UTF-8 (Flask's CHANGES.rst was Latin-1 until
+    2019): a -p log quotes their bytes. The log is read, the lines are counted in a warning,
+    and the config files around them are still read. A config file renamed unchanged is no
+    change; renamed to a path that is not config (a test fixture), it is said."""
+    import datetime as dt
+
+    from ingest.parsers.gitlog import parse_git_log
+    from ingest.parsers.types import ParseContext
+
+    repo = Repo(tmp_path / "r")
+    repo.write("CHANGES.rst", b"caf\xe9\n")  # Latin-1
+    repo.write(".env", "A=1\n")
+    repo.write("conf/app.yaml", "x: 1\n")
+    repo.commit("first", "2026-11-20T07:00:00-08:00")
+    repo.write("CHANGES.rst", b"caf\xe9 au lait\n")
+    repo.write(".env", "A=2\n")
+    repo.move("conf/app.yaml", "deploy/app.yaml")
+    repo.commit("second", "2026-11-20T08:00:00-08:00")
+    repo.move("deploy/app.yaml", "tests/app.yaml")
+    repo.commit("third", "2026-11-20T09:00:00-08:00")
+    text = subprocess.run(
+        ["git", "log", "-p", "--parents", "-M"], cwd=repo.root, capture_output=True, check=True
+    ).stdout
+    result = parse_git_log(text, ParseContext("r.gitlog", tz=dt.UTC))
+    assert [(c.key, c.old, c.new) for c in result.config_changes] == [
+        ("A", None, "1"),
+        ("x", None, "1"),
+        ("A", "1", "2"),
+    ]
+    said = "\n".join(result.warnings)
+    # (the first commit's line, then the second's removed and added ones)
+    assert "r.gitlog: 3 patch line(s) are not UTF-8, the first at line" in said
+    assert "the settings of tests/app.yaml are not read: the patch shows no lines of it" in said
+    assert "deploy/app.yaml" not in said  # renamed between config paths: nothing to say

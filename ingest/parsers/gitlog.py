@@ -86,9 +86,9 @@ def parse_git_log_text(
     A date with a malformed zone offset (``+518:00``: git prints a recorded ``+051800`` so) is
     read as git meant it, and a line saying so is appended to ``warnings``.
     """
-    lines = decode_lines(data, ctx.name)
-    commits: list[CommitInfo] = []
     notes = warnings if warnings is not None else []
+    lines = _log_lines(data, ctx.name, notes)
+    commits: list[CommitInfo] = []
     i, n = 0, len(lines)
     while i < n:
         if not lines[i].strip():
@@ -97,6 +97,45 @@ def parse_git_log_text(
         commit, i = _read_commit(lines, i, ctx, notes)
         commits.append(commit)
     return commits
+
+
+def _log_lines(data: bytes, name: str, warnings: list[str]) -> list[str]:
+    """The log's lines. A ``-p`` log quotes files' bytes as they were committed, and real
+    histories hold files in other encodings (Flask's Latin-1 changelog): a patch line that is
+    not UTF-8 is read with U+FFFD for each byte that does not decode, counted in a warning,
+    rather than refusing the whole history for a file the log only quotes. Anywhere else
+    (headers, messages, file lists: git writes them as UTF-8) such a byte is a ParseError."""
+    try:
+        return decode_lines(data, name)
+    except ParseError:
+        pass
+    lines: list[str] = []
+    bad: list[int] = []
+    in_hunk = False
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if raw.startswith((b"diff --", b"commit ")):
+            in_hunk = False
+        elif raw.startswith(b"@@"):
+            in_hunk = True
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if not (in_hunk and raw[:1] in (b" ", b"+", b"-")):
+                raise ParseError(
+                    name,
+                    number,
+                    f"expected UTF-8 text, found undecodable byte 0x{raw[exc.start]:02x}",
+                ) from None
+            bad.append(number)
+            line = raw.decode("utf-8", errors="replace")
+        lines.append(line.removesuffix("\r"))
+    if lines:
+        lines[0] = lines[0].removeprefix("\ufeff")
+    warnings.append(
+        f"{name}: {len(bad)} patch line(s) are not UTF-8, the first at line {bad[0]}: read "
+        "with U+FFFD for each byte that does not decode (a file's contents in another encoding)"
+    )
+    return lines
 
 
 def parse_git_log(data: bytes, ctx: ParseContext) -> ParseResult:
@@ -129,12 +168,20 @@ def _merged_in(commits: list[CommitInfo], name: str, warnings: list[str]) -> dic
     branches = [m for m in merges if any(resolve(p) for p in m.parents[1:])]
     if not branches:
         return {}
+    # A log printed with the merges' own diffs (--diff-merges=first-parent) shows what each
+    # merge brought; without them, the branch's changes are folded into its merge (below).
+    merge_diffs = any(m.files for m in merges)
     if not any(len(c.parents) == 1 for c in commits):
+        what = (
+            "read twice, at their own commits and in the merges' diffs"
+            if merge_diffs
+            else "placed at their own commits, not at the merges that brought them to the "
+            "deployed line"
+        )
         warnings.append(
             f"{name}: {len(branches)} merge(s) bring in commits this log also lists, and the "
-            "log does not name each commit's parents: settings changed on those branches are "
-            "placed at their own commits, not at the merges that brought them to the deployed "
-            "line (save the log with `git log -p --parents` to place them at the merges)"
+            f"log does not name each commit's parents: settings changed on those branches are "
+            f"{what} (save the log with `git log -p --parents --diff-merges=first-parent`)"
         )
         return {}
     listed = {p for c in commits for p in c.parents}
@@ -154,13 +201,27 @@ def _merged_in(commits: list[CommitInfo], name: str, warnings: list[str]) -> dic
                 continue
             out[c.hash] = merge
             todo.extend(p for p in (resolve(h) for h in c.parents) if p is not None)
+    if merge_diffs:
+        return {h: _SAID_BY_MERGE for h in out}
+    if out:
+        warnings.append(
+            f"{name}: the settings changed on {len(out)} commit(s) of merged branches are "
+            "placed at the merges that brought them to the deployed line, from the branches' "
+            "own diffs; a merge that resolved a conflict may have kept other values (save the "
+            "log with `--diff-merges=first-parent` for the merges' own diffs)"
+        )
     return out
+
+
+# (a merged branch's commit whose changes its merge's own diff, in the log, already says)
+_NEVER = dt.datetime.min.replace(tzinfo=UTC)
+_SAID_BY_MERGE = CommitInfo("", (), "", "", _NEVER, _NEVER, "", "", ())
 
 
 def _changes_at_merges(result: ParseResult, merged_in: dict[str, CommitInfo]) -> None:
     """A merged branch's config changes, one per setting, at the merge that brought them to
     the deployed line (the first old value, the last new one; none when they cancel out).
-    A merge whose own patch the log shows (``--diff-merges=first-parent``) says it itself."""
+    When the log shows the merges' own diffs, those say it, and the branch's are dropped."""
     if not merged_in:
         return
     short = {h[:12]: m for h, m in merged_in.items()}
@@ -172,7 +233,7 @@ def _changes_at_merges(result: ParseResult, merged_in: dict[str, CommitInfo]) ->
         if merge is None:
             kept.append(change)
             continue
-        if merge.texts:
+        if merge is _SAID_BY_MERGE:
             continue
         ref = f"{path}@{merge.hash[:12]}" if doc else merge.hash
         key = (ref, change.source, change.key, change.scope, change.condition)
@@ -319,7 +380,8 @@ def _patch_texts(
         return
     read = sides(patch)
     if isinstance(read, str):
-        warnings.append(f"{where}: the settings of {path} are not read: {read}")
+        if read:
+            warnings.append(f"{where}: the settings of {path} are not read: {read}")
         return
     texts[path] = read
     if file_kind(path) in LINE_KINDS:

@@ -143,12 +143,20 @@ def _side(hunks: list[Hunk], new: bool) -> str:
 
 def sides(patch: FilePatch) -> tuple[str | None, str | None] | str:
     """(old text, new text) of what the patch shows (None for the side where the file does not
-    exist), or why its settings cannot be read from it."""
+    exist), or why its settings cannot be read from it ("" when the patch changes none: a mode
+    change, or a file renamed unchanged between config paths)."""
     path = patch.new_path or patch.old_path or ""
     if patch.cut:
         return patch.cut
     if not patch.hunks:
-        return "the patch shows no lines of it (a rename, a mode change or a binary file)"
+        old_kind = "" if patch.old_path is None else file_kind(patch.old_path)
+        new_kind = "" if patch.new_path is None else file_kind(patch.new_path)
+        if bool(old_kind) == bool(new_kind):
+            return ""  # a mode change, or a rename between config paths: the same settings
+        return (
+            "the patch shows no lines of it (a rename between a config path and another, or a "
+            "binary file)"
+        )
     kind = file_kind(path)
     if kind not in LINE_KINDS and any(h.old_start > 1 or h.new_start > 1 for h in patch.hunks):
         return (
