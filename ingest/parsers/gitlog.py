@@ -21,7 +21,7 @@ import time
 from .configfiles import file_kind, is_config_path
 from .gitcommits import KIND_GIT_REPO, CommitInfo, FileStat, commits_to_result, split_message
 from .gitpatch import LINE_KINDS, WHOLE_FILES, FilePatch, read_file_patch, sides, unread_flags
-from .text import decode_lines, head_text
+from .text import decode_lines_tolerating, head_text
 from .timestamps import (
     UTC,
     LocalTimeError,
@@ -99,42 +99,33 @@ def parse_git_log_text(
     return commits
 
 
+class _InHunk:
+    """Whether each line, seen in order, is a line of a ``-p`` hunk's body."""
+
+    def __init__(self) -> None:
+        self.inside = False
+
+    def __call__(self, raw: bytes) -> bool:
+        if raw.startswith((b"diff --", b"commit ")):
+            self.inside = False
+        elif raw.startswith(b"@@"):
+            self.inside = True
+        return self.inside and raw[:1] in (b" ", b"+", b"-")
+
+
 def _log_lines(data: bytes, name: str, warnings: list[str]) -> list[str]:
     """The log's lines. A ``-p`` log quotes files' bytes as they were committed, and real
     histories hold files in other encodings (Flask's Latin-1 changelog): a patch line that is
     not UTF-8 is read with U+FFFD for each byte that does not decode, counted in a warning,
     rather than refusing the whole history for a file the log only quotes. Anywhere else
     (headers, messages, file lists: git writes them as UTF-8) such a byte is a ParseError."""
-    try:
-        return decode_lines(data, name)
-    except ParseError:
-        pass
-    lines: list[str] = []
-    bad: list[int] = []
-    in_hunk = False
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if raw.startswith((b"diff --", b"commit ")):
-            in_hunk = False
-        elif raw.startswith(b"@@"):
-            in_hunk = True
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            if not (in_hunk and raw[:1] in (b" ", b"+", b"-")):
-                raise ParseError(
-                    name,
-                    number,
-                    f"expected UTF-8 text, found undecodable byte 0x{raw[exc.start]:02x}",
-                ) from None
-            bad.append(number)
-            line = raw.decode("utf-8", errors="replace")
-        lines.append(line.removesuffix("\r"))
-    if lines:
-        lines[0] = lines[0].removeprefix("\ufeff")
-    warnings.append(
-        f"{name}: {len(bad)} patch line(s) are not UTF-8, the first at line {bad[0]}: read "
-        "with U+FFFD for each byte that does not decode (a file's contents in another encoding)"
-    )
+    lines, replaced = decode_lines_tolerating(data, name, _InHunk())
+    if replaced:
+        warnings.append(
+            f"{name}: {len(replaced)} patch line(s) are not UTF-8, the first at line "
+            f"{replaced[0]}: read with U+FFFD for each byte that does not decode (a file's "
+            "contents in another encoding)"
+        )
     return lines
 
 
@@ -143,19 +134,23 @@ def parse_git_log(data: bytes, ctx: ParseContext) -> ParseResult:
     warnings: list[str] = []
     commits = parse_git_log_text(data, ctx, warnings)
     result = commits_to_result(commits, repo=_repo_name(ctx.name), ctx=ctx, kind=KIND_GIT_LOG)
-    _changes_at_merges(result, _merged_in(commits, ctx.name, warnings))
+    merged_in, said_by_merges = _merged_in(commits, ctx.name, warnings)
+    _changes_at_merges(result, merged_in, said_by_merges=said_by_merges)
     result.warnings[:0] = warnings
     return result
 
 
-def _merged_in(commits: list[CommitInfo], name: str, warnings: list[str]) -> dict[str, CommitInfo]:
+def _merged_in(
+    commits: list[CommitInfo], name: str, warnings: list[str]
+) -> tuple[dict[str, CommitInfo], bool]:
     """Each commit of a merged branch -> the merge of the deployed line (HEAD's first-parent
     line) that brought it there, as the repository reader sees it: a branch's settings reach
     the deployed line with its merge. Empty when the log shows no such branch (a linear
-    history, or a log of the first-parent line alone)."""
+    history, or a log of the first-parent line alone). True beside it when the log shows the
+    merges' own diffs."""
     merges = [c for c in commits if len(c.parents) > 1]
     if not merges:
-        return {}
+        return {}, False
     by_hash = {c.hash: c for c in commits}
 
     def resolve(parent: str) -> CommitInfo | None:  # (the medium layout abbreviates parents)
@@ -167,7 +162,7 @@ def _merged_in(commits: list[CommitInfo], name: str, warnings: list[str]) -> dic
 
     branches = [m for m in merges if any(resolve(p) for p in m.parents[1:])]
     if not branches:
-        return {}
+        return {}, False
     # A log printed with the merges' own diffs (--diff-merges=first-parent) shows what each
     # merge brought; without them, the branch's changes are folded into its merge (below).
     merge_diffs = any(m.files for m in merges)
@@ -183,7 +178,7 @@ def _merged_in(commits: list[CommitInfo], name: str, warnings: list[str]) -> dic
             f"log does not name each commit's parents: settings changed on those branches are "
             f"{what} (save the log with `git log -p --parents --diff-merges=first-parent`)"
         )
-        return {}
+        return {}, False
     listed = {p for c in commits for p in c.parents}
     heads = [c for c in commits if c.hash not in listed]
     line: list[CommitInfo] = []
@@ -202,7 +197,7 @@ def _merged_in(commits: list[CommitInfo], name: str, warnings: list[str]) -> dic
             out[c.hash] = merge
             todo.extend(p for p in (resolve(h) for h in c.parents) if p is not None)
     if merge_diffs:
-        return {h: _SAID_BY_MERGE for h in out}
+        return out, True
     if out:
         warnings.append(
             f"{name}: the settings changed on {len(out)} commit(s) of merged branches are "
@@ -210,15 +205,12 @@ def _merged_in(commits: list[CommitInfo], name: str, warnings: list[str]) -> dic
             "own diffs; a merge that resolved a conflict may have kept other values (save the "
             "log with `--diff-merges=first-parent` for the merges' own diffs)"
         )
-    return out
+    return out, False
 
 
-# (a merged branch's commit whose changes its merge's own diff, in the log, already says)
-_NEVER = dt.datetime.min.replace(tzinfo=UTC)
-_SAID_BY_MERGE = CommitInfo("", (), "", "", _NEVER, _NEVER, "", "", ())
-
-
-def _changes_at_merges(result: ParseResult, merged_in: dict[str, CommitInfo]) -> None:
+def _changes_at_merges(
+    result: ParseResult, merged_in: dict[str, CommitInfo], *, said_by_merges: bool
+) -> None:
     """A merged branch's config changes, one per setting, at the merge that brought them to
     the deployed line (the first old value, the last new one; none when they cancel out).
     When the log shows the merges' own diffs, those say it, and the branch's are dropped."""
@@ -233,7 +225,7 @@ def _changes_at_merges(result: ParseResult, merged_in: dict[str, CommitInfo]) ->
         if merge is None:
             kept.append(change)
             continue
-        if merge is _SAID_BY_MERGE:
+        if said_by_merges:
             continue
         ref = f"{path}@{merge.hash[:12]}" if doc else merge.hash
         key = (ref, change.source, change.key, change.scope, change.condition)

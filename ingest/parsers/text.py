@@ -9,6 +9,7 @@ file's first bytes leniently through :func:`head_text`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from .types import ParseError
 
@@ -39,6 +40,38 @@ def decode_lines(data: bytes, name: str) -> list[str]:
     Text that ends with a newline ends with an empty line, as ``str.split`` gives it.
     """
     return [line.removesuffix("\r") for line in decode(data, name).split("\n")]
+
+
+def decode_lines_tolerating(
+    data: bytes, name: str, tolerated: Callable[[bytes], bool]
+) -> tuple[list[str], list[int]]:
+    """:func:`decode_lines` for text that quotes other files' bytes (a ``git log -p``): a line
+    that is not UTF-8 is read with U+FFFD for each byte that does not decode when
+    ``tolerated(line)`` says so (it sees every line, in order, so it may keep state), and is
+    a ParseError at its line otherwise. Returns the lines and the numbers of those read so."""
+    try:
+        return decode_lines(data, name), []
+    except ParseError:
+        pass
+    lines: list[str] = []
+    replaced: list[int] = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        allowed = tolerated(raw)
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if not allowed:
+                raise ParseError(
+                    name,
+                    number,
+                    f"expected UTF-8 text, found undecodable byte 0x{raw[exc.start]:02x}",
+                ) from None
+            replaced.append(number)
+            line = raw.decode("utf-8", errors="replace")
+        lines.append(line.removesuffix("\r"))
+    if lines:
+        lines[0] = lines[0].removeprefix(BOM)
+    return lines, replaced
 
 
 def head_text(head: bytes) -> str:
