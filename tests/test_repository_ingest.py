@@ -245,7 +245,14 @@ def test_git_log_text_forms_people_save_are_read_alike(tmp_path):
 
     reference = log("--numstat")
     assert len(reference) == 3
-    for options in (["--stat"], ["--name-status"], ["-p"], ["--numstat", "--date=rfc"]):
+    for options in (
+        ["--stat"],
+        ["--name-status"],
+        ["-p"],
+        ["--numstat", "--date=rfc"],
+        ["-p", "--stat"],  # two file lists: each file once
+        ["-p", "--name-status"],
+    ):
         assert log(*options) == reference, options
     # --date=local prints the machine's clock without a zone: read in the incident's zone.
     local = subprocess.run(
@@ -303,9 +310,10 @@ def _patched_repos(tmp_path: Path) -> tuple[Repo, Repo]:
 
 def test_config_changes_from_a_saved_git_log_p_match_the_repositorys(tmp_path):
     """A `git log -p` saved with whole files (--unified=100000) gives exactly the config
-    changes the repository reader finds, keys, values, lines and times alike; with git's
-    default 3 lines of context, every change in .env files and shell lines is found, and each
-    change the hunks cannot show is said, never read wrong."""
+    changes the repository reader finds, keys, values, lines and times alike. With less
+    context, .env lines are read from any hunk and other files when the patch shows them
+    whole; every change the hunks cannot show is said at its commit and file, none read
+    wrong."""
     import datetime as dt
 
     from ingest.clients.git import read_history
@@ -332,44 +340,44 @@ def test_config_changes_from_a_saved_git_log_p_match_the_repositorys(tmp_path):
         assert _changes(whole) == _changes(reference)
         assert whole.warnings == []
 
-        default = parse_git_log(repo.git("log", "-p", "--parents", "--pretty=fuller").encode(), ctx)
-        found = _changes(default)
-        assert set(found) <= set(_changes(reference))  # nothing read wrong
-        missed = sorted(set(_changes(reference)) - set(found))
-        if repo.root.name == "docs":
-            # A Markdown hunk below the top is not read (a code fence may open above it):
-            # the CTAS export added to a code block, the late block added and edited.
-            assert {m[1] for m in missed} == {"SGLANG_SM120_MMA_TARGET_CTAS", "LATE"}
-            for ref, *_ in missed:
-                assert any(
-                    f"commit {ref.rpartition('@')[2]}: the settings of DSV4_DEPLOY.md are not "
-                    "read: its hunks start at line"
-                    in w
-                    and "--unified=100000" in w
-                    for w in default.warnings
-                ), (ref, default.warnings)
-            continue
-        assert {(m[1], m[2], m[3]) for m in missed} == {
-            ("server.key15", "15", "16"),  # deep in serve.yaml
-            ("--flag-8", "8", "9"),  # 9 lines below `python -m sglang.launch_server`
-            # the sample's launch.sh: flags 5 and more lines below the command's first
-            ("--tokenizer-path", "/models/dsv4-tok-v1", "/models/dsv4-tok-v2"),
-            ("--chunked-prefill-size", "8192", "16384"),
-            ("--chunked-prefill-size", "16384", "8192"),
-        }
-        said = "\n".join(default.warnings)
-        for ref, _key, _old, _new, where, *_ in missed:  # each one said, at its commit and file
-            assert f"commit {ref[:12]}: " in said and where.split(":")[0] in said, (ref, where)
-        assert "the settings of serve.yaml are not read: its hunks start at line 14" in said
-        assert (
-            "2 changed flag line(s) of run.sh are not read, the first at line 10 (- --flag-8 8"
-            in said
-        )
-        # what the default log does show: the CTAS export, the .env edits, the deletion
-        keys = {(m[1], m[2], m[3]) for m in found}
-        assert ("SGLANG_SM120_MMA_TARGET_CTAS", None, "512") in keys
-        assert ("LOG_LEVEL", "info", "debug") in keys
-        assert ("GONE", "1", None) in keys
+        for context in ("-U3", "-U1", "-U10"):  # git's default, and others people use
+            text = repo.git(
+                "log", "-p", "--parents", "--diff-merges=first-parent", context, "--pretty=fuller"
+            )
+            part = parse_git_log(text.encode(), ctx)
+            found = set(_changes(part))
+            assert found <= set(_changes(reference)), context  # nothing read wrong
+            said = "\n".join(part.warnings)
+            missed = set(_changes(reference)) - found
+            for ref, _key, _old, _new, where, *_ in missed:  # each one said: commit and file
+                commit = ref.rpartition("@")[2][:12]
+                assert f"commit {commit}: the settings of {where.split(':')[0]} are not read" in (
+                    said
+                ), (context, ref, where)
+            keys = {(m[1], m[2], m[3]) for m in found}
+            if repo.root.name == "docs":
+                # The CTAS export added to a code block below the doc's top: its fence may open
+                # above a small hunk, so it is not read (10 lines of context show the doc
+                # whole); the doc's first version is read (a new file).
+                ctas = ("SGLANG_SM120_MMA_TARGET_CTAS", None, "512")
+                assert (ctas in keys) == (context == "-U10"), context
+                assert context == "-U10" or "its hunks start at line" in said
+                assert ("MODEL_PATH", None, "deepseek-ai/DeepSeek-V4") in keys
+                continue
+            # .env lines are read from any hunk; new and deleted files are whole.
+            assert ("LOG_LEVEL", "info", "debug") in keys
+            assert ("METRICS_PORT", "9400", "9401") in keys  # from the merge's own diff
+            assert ("GONE", "1", None) in keys
+            assert ("server.key0", None, "0") in keys  # serve.yaml, new
+            # A YAML key deep in the file, a flag far below its command: not read, and said.
+            assert ("server.key15", "15", "16") in {(m[1], m[2], m[3]) for m in missed}
+            # (run.sh is 12 lines: 10 lines of context show it whole, and then it is read)
+            flag = ("--flag-8", "8", "9")
+            assert flag in (keys if context == "-U10" else {(m[1], m[2], m[3]) for m in missed})
+            assert context == "-U10" or (
+                "the settings of run.sh are not read: its hunks start at line" in said
+                and "a shell setting's meaning depends on lines the patch does not show" in said
+            )
 
 
 def test_a_merged_branchs_settings_land_with_the_merge_or_the_log_says_it_cannot_tell(tmp_path):

@@ -18,9 +18,9 @@ import datetime as dt
 import re
 import time
 
-from .configfiles import file_kind, is_config_path
+from .configfiles import is_config_path
 from .gitcommits import KIND_GIT_REPO, CommitInfo, FileStat, commits_to_result, split_message
-from .gitpatch import LINE_KINDS, WHOLE_FILES, FilePatch, read_file_patch, sides, unread_flags
+from .gitpatch import FilePatch, context_lines, read_file_patch, sides
 from .text import decode_lines_tolerating, head_text
 from .timestamps import (
     UTC,
@@ -89,13 +89,18 @@ def parse_git_log_text(
     notes = warnings if warnings is not None else []
     lines = _log_lines(data, ctx.name, notes)
     commits: list[CommitInfo] = []
+    patches: list[tuple[FilePatch, dict[str, tuple[str | None, str | None]], str]] = []
     i, n = 0, len(lines)
     while i < n:
         if not lines[i].strip():
             i += 1
             continue
-        commit, i = _read_commit(lines, i, ctx, notes)
+        commit, i = _read_commit(lines, i, ctx, notes, patches)
         commits.append(commit)
+    # Which patches show their files whole depends on the log's context size: read last.
+    context = context_lines([patch for patch, _, _ in patches])
+    for patch, texts, where in patches:
+        _patch_texts(patch, texts, where, context, notes)
     return commits
 
 
@@ -239,7 +244,11 @@ def _changes_at_merges(
 
 
 def _read_commit(
-    lines: list[str], start: int, ctx: ParseContext, warnings: list[str]
+    lines: list[str],
+    start: int,
+    ctx: ParseContext,
+    warnings: list[str],
+    patches: list[tuple[FilePatch, dict[str, tuple[str | None, str | None]], str]],
 ) -> tuple[CommitInfo, int]:
     name = ctx.name
     m = _COMMIT_RE.match(lines[start])
@@ -327,7 +336,7 @@ def _read_commit(
             found, i, patch = other
             files.extend(found)
             if patch is not None:
-                _patch_texts(patch, texts, f"{name}:{at + 1}: commit {commit_hash[:12]}", warnings)
+                patches.append((patch, texts, f"{name}:{at + 1}: commit {commit_hash[:12]}"))
             continue
         path, old_path = _numstat_path(fm.group(3))
         files.append(
@@ -349,17 +358,29 @@ def _read_commit(
         committed_at=committed_at,
         subject=subject,
         body=body,
-        files=tuple(files),
+        files=_one_per_path(files),
         texts=texts,
         line=start + 1,
     )
     return commit, i
 
 
+def _one_per_path(files: list[FileStat]) -> tuple[FileStat, ...]:
+    """A commit's files once each: a log printed with two file lists (``-p --stat``, ``-p
+    --numstat``) names each file in both; the entry with line counts is kept."""
+    kept: dict[tuple[str, str | None], FileStat] = {}
+    for f in files:
+        key = (f.path, f.old_path)
+        if key not in kept or (kept[key].added is None and f.added is not None):
+            kept[key] = f
+    return tuple(kept.values())
+
+
 def _patch_texts(
     patch: FilePatch,
     texts: dict[str, tuple[str | None, str | None]],
     where: str,
+    context: int | None,
     warnings: list[str],
 ) -> None:
     """The sides of a config file's patch into ``texts`` (keyed as the repository reader keys
@@ -370,22 +391,12 @@ def _patch_texts(
         p is not None and is_config_path(p) for p in (patch.new_path, patch.old_path)
     ):
         return
-    read = sides(patch)
+    read = sides(patch, context)
     if isinstance(read, str):
         if read:
             warnings.append(f"{where}: the settings of {path} are not read: {read}")
         return
     texts[path] = read
-    if file_kind(path) in LINE_KINDS:
-        unread = unread_flags(patch)
-        if unread:
-            mark, number, text = unread[0]
-            warnings.append(
-                f"{where}: {len(unread)} changed flag line(s) of {path} are not read, the "
-                f"first at line {number} ({mark} {text.strip()[:60]}): the command they "
-                f"continue starts above the patch's context (save the log with `{WHOLE_FILES}` "
-                "to read them)"
-            )
 
 
 def _other_file_line(
@@ -399,7 +410,7 @@ def _other_file_line(
             renamed = FileStat(path=m.group(4), added=None, removed=None, old_path=m.group(3))
             return [renamed], i + 1, None
         return [FileStat(path=m.group(3), added=None, removed=None)], i + 1, None
-    if _STAT_SUMMARY_RE.match(line):
+    if _STAT_SUMMARY_RE.match(line) or line == "---":  # ("---": -p --stat's separator)
         return [], i + 1, None
     if m := _STAT_RE.match(line):
         path, old_path = _numstat_path(m.group(1).strip())

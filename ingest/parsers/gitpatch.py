@@ -4,16 +4,16 @@ Pure: the lines of one file's patch in, the old and new text of what it shows ou
 gives the reader every version of a config file whole (:mod:`ingest.clients.git`); a saved
 ``git log -p`` gives only its hunks, each side of a hunk at the line numbers git printed. Each
 side is rebuilt with every line it shows at its own line number and blank lines between, so a
-setting read from it names the line the repository reader would name, and the two sides diff
-as the whole files would wherever the hunks carry what a setting needs:
+setting read from it names the line the repository reader would name.
 
-- ``.env`` files and shell scripts are read line by line: every hunk is read. A flag on a line
-  whose command starts above the hunk's context cannot be read; such lines are counted and said
-  (``unread``), with the option that shows whole files (``--unified=100000``).
-- YAML, TOML, JSON and Markdown need what surrounds a line (its parent keys, its code fence):
-  they are read only when every hunk starts at the file's first line (a new or deleted file, a
-  small file, or a log saved with a large ``--unified``); otherwise the file is said to be
-  unread, not read wrong.
+- ``.env`` files are read line by line: every hunk is read (a value that refers to a variable
+  set outside the hunk keeps the reference as written).
+- Everything else needs what surrounds a line: a shell line's ``if``, ``case`` or function, a
+  flag's command, a YAML key's parents, a Markdown line's code fence, a value that runs past
+  the hunk. Such a file is read only when the patch shows it whole: a new or deleted file, or
+  one hunk from line 1 to the end (fewer lines of context after the last change than the log
+  shows elsewhere, as git prints at a file's end; a log saved with a large ``--unified``).
+  Otherwise the file is said to be unread, not read wrong.
 """
 
 from __future__ import annotations
@@ -28,18 +28,16 @@ __all__ = [
     "WHOLE_FILES",
     "FilePatch",
     "Hunk",
+    "context_lines",
     "read_file_patch",
     "sides",
-    "unread_flags",
 ]
 
 HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _FROM_RE = re.compile(r"^--- (?:a/(.+)|/dev/null)$")
 _TO_RE = re.compile(r"^\+\+\+ (?:b/(.+)|/dev/null)$")
-# Config kinds whose settings are each one line's (a shell command continued over lines is the
-# exception the unread count catches).
-LINE_KINDS = frozenset({"dotenv", "shell"})
-_FLAG_LINE = re.compile(r"^\s*--?[A-Za-z]")
+# Config kinds whose settings are each one line's, whatever surrounds it.
+LINE_KINDS = frozenset({"dotenv"})
 WHOLE_FILES = "git log -p --unified=100000"
 
 
@@ -49,8 +47,8 @@ class Hunk:
     new_start: int
     old: list[str] = field(default_factory=list)  # context and removed lines, in order
     new: list[str] = field(default_factory=list)  # context and added lines, in order
-    removed: list[tuple[int, str]] = field(default_factory=list)  # (old line number, text)
-    added: list[tuple[int, str]] = field(default_factory=list)  # (new line number, text)
+    lead: int = 0  # context lines before the first change
+    trail: int = 0  # context lines after the last change
 
 
 @dataclass
@@ -91,6 +89,7 @@ def _read_hunk(lines: list[str], i: int, m: re.Match[str], patch: FilePatch) -> 
     old_left = int(m.group(2)) if m.group(2) is not None else 1
     new_left = int(m.group(4)) if m.group(4) is not None else 1
     hunk = Hunk(old_start=int(m.group(1)), new_start=int(m.group(3)))
+    changed = False
     patch.hunks.append(hunk)
     header = lines[i]
     i += 1
@@ -108,14 +107,16 @@ def _read_hunk(lines: list[str], i: int, m: re.Match[str], patch: FilePatch) -> 
             hunk.new.append(text)
             old_left -= 1
             new_left -= 1
+            hunk.trail += 1
+            hunk.lead += not changed
         elif mark == "-" and old_left:
-            hunk.removed.append((hunk.old_start + len(hunk.old), text))
             hunk.old.append(text)
             old_left -= 1
+            changed, hunk.trail = True, 0
         elif mark == "+" and new_left:
-            hunk.added.append((hunk.new_start + len(hunk.new), text))
             hunk.new.append(text)
             new_left -= 1
+            changed, hunk.trail = True, 0
         else:
             break
         i += 1
@@ -141,10 +142,32 @@ def _side(hunks: list[Hunk], new: bool) -> str:
     return "\n".join(out) + "\n" if out else ""
 
 
-def sides(patch: FilePatch) -> tuple[str | None, str | None] | str:
+def context_lines(patches: list[FilePatch]) -> int | None:
+    """How many lines of context the log was printed with (``-U``): the most any hunk shows
+    before its first change when it starts below a file's first line; None when no hunk does
+    (every hunk starts at line 1: small files, or a log with a large ``--unified``)."""
+    leads = [h.lead for p in patches for h in p.hunks if h.old_start > 1 or h.new_start > 1]
+    return max(leads) if leads else None
+
+
+def _whole(patch: FilePatch, context: int | None) -> bool:
+    """Whether the patch shows both sides of the file whole."""
+    if patch.old_path is None or patch.new_path is None:
+        return True  # created or deleted: its one side is all in the hunk
+    if len(patch.hunks) != 1:
+        return False
+    hunk = patch.hunks[0]
+    if hunk.old_start > 1 or hunk.new_start > 1:
+        return False
+    # git prints `context` lines after the last change unless the file ends first
+    return context is None or hunk.trail < context
+
+
+def sides(patch: FilePatch, context: int | None) -> tuple[str | None, str | None] | str:
     """(old text, new text) of what the patch shows (None for the side where the file does not
     exist), or why its settings cannot be read from it ("" when the patch changes none: a mode
-    change, or a file renamed unchanged between config paths)."""
+    change, or a file renamed unchanged between config paths). ``context``: the log's
+    (:func:`context_lines`)."""
     path = patch.new_path or patch.old_path or ""
     if patch.cut:
         return patch.cut
@@ -158,35 +181,22 @@ def sides(patch: FilePatch) -> tuple[str | None, str | None] | str:
             "binary file)"
         )
     kind = file_kind(path)
-    if kind not in LINE_KINDS and any(h.old_start > 1 or h.new_start > 1 for h in patch.hunks):
+    if kind not in LINE_KINDS and not _whole(patch, context):
+        first = min(h.new_start for h in patch.hunks)
+        where = f"its hunks start at line {first}" if first > 1 else "its hunk stops before its end"
         return (
-            f"its hunks start at line {min(h.new_start for h in patch.hunks)}, without the "
-            f"lines above that a {kind.upper() if kind != 'markdown' else 'Markdown'} setting's "
-            f"place depends on (save the log with `{WHOLE_FILES}` to read it)"
+            f"{where}, and a {_KIND_NAMES.get(kind, kind)} setting's meaning depends on lines "
+            f"the patch does not show (save the log with `{WHOLE_FILES}` to read it)"
         )
     before = None if patch.old_path is None else _side(patch.hunks, new=False)
     after = None if patch.new_path is None else _side(patch.hunks, new=True)
     return before, after
 
 
-def unread_flags(patch: FilePatch) -> list[tuple[str, int, str]]:
-    """The changed flag lines of a shell script's patch whose command starts above the hunk
-    (the lines before it, back to the hunk's first, all continue a command): ("-" or "+",
-    line number, text). No setting can be read from them without the whole file."""
-    out: list[tuple[str, int, str]] = []
-    for hunk in patch.hunks:
-        for mark, start, body, changed in (
-            ("-", hunk.old_start, hunk.old, hunk.removed),
-            ("+", hunk.new_start, hunk.new, hunk.added),
-        ):
-            if start <= 1:
-                continue
-            for number, text in changed:
-                if not _FLAG_LINE.match(text):
-                    continue
-                k = number - start
-                while k > 0 and body[k - 1].rstrip().endswith("\\"):
-                    k -= 1
-                if k == 0 and body[0][:1] in (" ", "\t", "-"):
-                    out.append((mark, number, text))
-    return out
+_KIND_NAMES = {
+    "shell": "shell",
+    "yaml": "YAML",
+    "toml": "TOML",
+    "json": "JSON",
+    "markdown": "Markdown",
+}
