@@ -146,3 +146,37 @@ def test_demo_without_a_worker_loads_and_analyses_the_sample(team, settings, tmp
     analysis = Analysis.objects.get(incident=incident, status=RunStatus.DONE)
     assert analysis.result["suspects"][0]["key"] == CULPRIT
     assert "Log in as  demo / demo-pass" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_the_sample_from_saved_git_logs_instead_of_repositories_gives_the_same_verdict(
+    sample_bundle, tmp_path
+):
+    """A team that can share only `git log` text: the sample bundle with its deploy and docs
+    repositories replaced by `git log -p` saved as README.md says gives the same analysis,
+    suspect for suspect, as the repositories themselves."""
+    import shutil
+    import subprocess
+
+    bundle = tmp_path / "from-logs"
+    shutil.copytree(sample_bundle, bundle)
+    for name in ("repo", "docs"):
+        log = subprocess.run(
+            ["git", "log", "-p", "--parents", "--diff-merges=first-parent", "--unified=100000"]
+            + ["--pretty=fuller"],
+            cwd=bundle / name,
+            capture_output=True,
+            check=True,
+        ).stdout
+        shutil.rmtree(bundle / name)
+        (bundle / f"{name}.gitlog").write_bytes(log)
+
+    def analysis(path: object) -> dict:
+        out = StringIO()
+        call_command("analyze", str(path), json=True, stdout=out, stderr=StringIO())
+        return json.loads(out.getvalue())
+
+    from_repos, from_logs = analysis(sample_bundle), analysis(bundle)
+    assert from_logs["suspects"][0]["key"] == CULPRIT
+    for part in ("first_bad", "last_good", "suspects", "excluded", "drift"):
+        assert from_logs[part] == from_repos[part], part
