@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -148,6 +151,23 @@ def test_demo_without_a_worker_loads_and_analyses_the_sample(team, settings, tmp
     assert "Log in as  demo / demo-pass" in out.getvalue()
 
 
+def _with_git_logs(sample_bundle: Path, bundle: Path, *options: str) -> Path:
+    """The sample bundle with its deploy and docs repositories replaced by `git log -p` text
+    (with ``options``), as a team that can share no repository gives them."""
+    shutil.copytree(sample_bundle, bundle)
+    for name in ("repo", "docs"):
+        log = subprocess.run(
+            ["git", "log", "-p", "--parents", "--diff-merges=first-parent", "--pretty=fuller"]
+            + list(options),
+            cwd=bundle / name,
+            capture_output=True,
+            check=True,
+        ).stdout
+        shutil.rmtree(bundle / name)
+        (bundle / f"{name}.gitlog").write_bytes(log)
+    return bundle
+
+
 @pytest.mark.django_db
 def test_the_sample_from_saved_git_logs_instead_of_repositories_gives_the_same_verdict(
     sample_bundle, tmp_path
@@ -155,21 +175,7 @@ def test_the_sample_from_saved_git_logs_instead_of_repositories_gives_the_same_v
     """A team that can share only `git log` text: the sample bundle with its deploy and docs
     repositories replaced by `git log -p` saved as README.md says gives the same analysis,
     suspect for suspect, as the repositories themselves."""
-    import shutil
-    import subprocess
-
-    bundle = tmp_path / "from-logs"
-    shutil.copytree(sample_bundle, bundle)
-    for name in ("repo", "docs"):
-        log = subprocess.run(
-            ["git", "log", "-p", "--parents", "--diff-merges=first-parent", "--unified=100000"]
-            + ["--pretty=fuller"],
-            cwd=bundle / name,
-            capture_output=True,
-            check=True,
-        ).stdout
-        shutil.rmtree(bundle / name)
-        (bundle / f"{name}.gitlog").write_bytes(log)
+    bundle = _with_git_logs(sample_bundle, tmp_path / "from-logs", "--unified=100000")
 
     def analysis(path: object) -> dict:
         out = StringIO()
@@ -180,3 +186,35 @@ def test_the_sample_from_saved_git_logs_instead_of_repositories_gives_the_same_v
     assert from_logs["suspects"][0]["key"] == CULPRIT
     for part in ("first_bad", "last_good", "suspects", "excluded", "drift"):
         assert from_logs[part] == from_repos[part], part
+
+
+def test_a_git_log_with_unread_config_changes_is_a_caveat_of_the_analysis(
+    team, sample_bundle, tmp_path
+):
+    """The same sample with its repositories as plain `git log -p` (3 lines of context): the
+    CTAS export sits in hunks that do not show the whole launch script or doc, so it is not
+    read, and the analysis says how many changes it could not read rather than ranking what
+    is left as if it were everything."""
+    from tests.conftest import ingest_folder
+    from timeline.analysis import analysis_run
+    from timeline.services import analysis_request
+
+    bundle = _with_git_logs(sample_bundle, tmp_path / "plain-logs")
+    incident = ingest_folder(bundle, "plain-logs", team)
+    logs = Artifact.objects.filter(incident=incident, name__endswith=".gitlog")
+    unread = sum(a.counts.get("config_unread", 0) for a in logs)
+    assert unread > 0
+    analysis_request(incident_id=incident.pk)
+    analysis = analysis_run(incident_id=incident.pk)
+    assert analysis is not None and analysis.status == RunStatus.DONE
+    warnings = list(
+        analysis.findings.filter(kind=FindingKind.WARNING).values_list("title", flat=True)
+    )
+    assert any(
+        w.startswith(f"{unread} config file change(s) shown in 2 git log file(s) could not be read")
+        for w in warnings
+    ), warnings
+    suspects = list(
+        analysis.findings.filter(kind=FindingKind.SUSPECT).values_list("title", flat=True)
+    )
+    assert not any(CULPRIT in s for s in suspects)  # (why the caveat matters)

@@ -111,6 +111,7 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
             # Remote series the engine reads: their raw samples for the incident's window, not
             # stored.
             remote_series, remote_warnings = remote.engine_series(incident, ENGINE_SERIES)
+            unread = _config_unread(cur, incident)
             if pool is None:
                 requests = _load_requests_from(cur, incident)
                 harness = _load_harness_from(cur, incident)
@@ -129,7 +130,29 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
         errors=errors,
         marks=Marks(last_good=incident.last_good_at, first_bad=incident.first_bad_at),
         params=params or Params(),
-        warnings=remote_warnings,
+        warnings=remote_warnings + unread,
+    )
+
+
+def _config_unread(cur: Any, incident: Incident) -> tuple[str, ...]:
+    """A caveat when the incident's files show config changes they could not read (a saved
+    `git log -p` whose hunks lack the lines around a change): the suspects may miss them."""
+    cur.execute(
+        "SELECT COALESCE(SUM((counts->>'config_unread')::int), 0), "
+        "COUNT(*) FILTER (WHERE counts ? 'config_unread') FROM timeline_artifact "
+        "WHERE incident_id = %s AND status = %s",
+        [incident.pk, RunStatus.DONE],
+    )
+    row = cur.fetchone()
+    total, files = (int(row[0]), int(row[1])) if row else (0, 0)
+    if not total:
+        return ()
+    return (
+        f"{total} config file change(s) shown in {files} git log file(s) could not be read "
+        "(their patches lack the lines around the change; each is named in its file's "
+        "warnings): the suspects may miss them. Saved with `git log -p --parents "
+        "--diff-merges=first-parent --unified=100000`, or given as the repository, they are "
+        "read whole",
     )
 
 

@@ -79,7 +79,11 @@ def looks_like_git_log_text(name: str, head: bytes) -> bool:
 
 
 def parse_git_log_text(
-    data: bytes, ctx: ParseContext, warnings: list[str] | None = None
+    data: bytes,
+    ctx: ParseContext,
+    warnings: list[str] | None = None,
+    *,
+    unread: list[str] | None = None,
 ) -> list[CommitInfo]:
     """Read ``git log --numstat`` text (see the module docstring) into commits, in file order.
 
@@ -100,7 +104,8 @@ def parse_git_log_text(
     # Which patches show their files whole depends on the log's context size: read last.
     context = context_lines([patch for patch, _, _ in patches])
     for patch, texts, where in patches:
-        _patch_texts(patch, texts, where, context, notes)
+        if not _patch_texts(patch, texts, where, context, notes) and unread is not None:
+            unread.append(where)
     return commits
 
 
@@ -137,11 +142,13 @@ def _log_lines(data: bytes, name: str, warnings: list[str]) -> list[str]:
 def parse_git_log(data: bytes, ctx: ParseContext) -> ParseResult:
     """Parse ``git log`` text into commit events (kind ``git_log``)."""
     warnings: list[str] = []
-    commits = parse_git_log_text(data, ctx, warnings)
+    unread: list[str] = []
+    commits = parse_git_log_text(data, ctx, warnings, unread=unread)
     result = commits_to_result(commits, repo=_repo_name(ctx.name), ctx=ctx, kind=KIND_GIT_LOG)
     merged_in, said_by_merges = _merged_in(commits, ctx.name, warnings)
     _changes_at_merges(result, merged_in, said_by_merges=said_by_merges)
     result.warnings[:0] = warnings
+    result.config_unread = len(unread)
     return result
 
 
@@ -382,21 +389,22 @@ def _patch_texts(
     where: str,
     context: int | None,
     warnings: list[str],
-) -> None:
+) -> bool:
     """The sides of a config file's patch into ``texts`` (keyed as the repository reader keys
     them: the path after the commit, or before it for a deletion), or a warning saying why
-    its settings are not read."""
+    its settings are not read (False then)."""
     path = patch.new_path or patch.old_path
     if path is None or not any(
         p is not None and is_config_path(p) for p in (patch.new_path, patch.old_path)
     ):
-        return
+        return True
     read = sides(patch, context)
     if isinstance(read, str):
         if read:
             warnings.append(f"{where}: the settings of {path} are not read: {read}")
-        return
+        return not read
     texts[path] = read
+    return True
 
 
 def _other_file_line(

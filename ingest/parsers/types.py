@@ -158,6 +158,9 @@ class ParseResult:
     config_changes: list[ConfigChangeRecord] = field(default_factory=list)
     samples: list[SampleBlock] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Config files whose change the file shows but could not be read (a `git log -p` hunk
+    # without the lines around it): each is in ``warnings``; the analysis says the count.
+    config_unread: int = 0
 
     @property
     def sample_count(self) -> int:

@@ -96,6 +96,7 @@ def result_load(*, artifact: Artifact, result: ParseResult) -> dict[str, Any]:
         "config_changes": changes,
         "samples": samples.written,
         "series": len(result.samples),
+        **({"config_unread": result.config_unread} if result.config_unread else {}),
         **loaders.warning_counts(warnings),
     }
 
