@@ -454,3 +454,37 @@ def test_a_git_log_p_quoting_a_file_in_another_encoding_is_read_and_says_so(tmp_
     assert "r.gitlog: 3 patch line(s) are not UTF-8, the first at line" in said
     assert "the settings of tests/app.yaml are not read: the patch shows no lines of it" in said
     assert "deploy/app.yaml" not in said  # renamed between config paths: nothing to say
+
+
+def test_a_python_launcher_in_a_repository_is_read_as_config(db, tmp_path):
+    """A deploy repository whose launcher is Python: its env assignment and flags changing
+    between commits are config changes, read from the repository and from `git log -p`."""
+    import datetime as dt
+
+    from ingest.parsers.gitlog import parse_git_log
+    from ingest.parsers.types import ParseContext
+
+    repo = Repo(tmp_path / "pydeploy")
+    launcher = (
+        "import os, subprocess\n"
+        'os.environ["SGLANG_SM120_MMA_TARGET_CTAS"] = "{ctas}"\n'
+        'subprocess.Popen(["python", "-m", "sglang.launch_server", "--tp", "{tp}"])\n'
+    )
+    repo.write("launch_dsv4.py", launcher.format(ctas="256", tp="8"))
+    repo.write("src/app.py", 'os.environ["NOT_A_LAUNCHER"] = "1"\n')
+    repo.commit("first", "2026-11-20T07:30:00-08:00")
+    repo.write("launch_dsv4.py", launcher.format(ctas="512", tp="8"))
+    repo.write("src/app.py", 'os.environ["NOT_A_LAUNCHER"] = "2"\n')
+    repo.commit("CTAS 512", "2026-11-20T13:12:00-08:00")
+    call_command("ingest", str(repo.root), incident="py", stdout=StringIO(), stderr=StringIO())
+    changes = ConfigChange.objects.filter(incident__slug="py").order_by("event__at", "key")
+    expected = [
+        ("--tp", None, "8"),
+        ("SGLANG_SM120_MMA_TARGET_CTAS", None, "256"),
+        ("SGLANG_SM120_MMA_TARGET_CTAS", "256", "512"),
+    ]
+    assert [(c.key, c.old_value, c.new_value) for c in changes] == expected
+    text = repo.git("log", "-p", "--parents", "--pretty=fuller")  # small: shown whole
+    result = parse_git_log(text.encode(), ParseContext("py.gitlog", tz=dt.UTC))
+    found = [(c.key, c.old, c.new) for c in result.config_changes]
+    assert sorted(found, key=str) == sorted(expected, key=str)

@@ -23,6 +23,7 @@ from evidence.vocabulary import Scope, Source
 
 from . import jsontext
 from .markdown import markdown_settings
+from .pyconfig import python_settings
 from .shell import expand_vars, shell_settings
 from .text import key_value
 from .types import UTC, ConfigChangeRecord, ParseError, Setting
@@ -38,6 +39,7 @@ __all__ = [
 
 _SHELL_SUFFIXES = (".sh", ".bash", ".zsh")
 _SCRIPT_PREFIXES = ("launch", "run", "start")
+_PYTHON_LAUNCHER_PREFIXES = (*_SCRIPT_PREFIXES, "serve", "deploy")
 _MARKDOWN_SUFFIXES = (".md", ".markdown")
 _YAML_SUFFIXES = (".yaml", ".yml")
 # Lock files and other files tools write: their names say so, their contents are resolved
@@ -96,17 +98,21 @@ def _kind(path: str) -> str:
     # Extensionless launch scripts: `launch`, `run_server`, `start-dsv4`.
     if "." not in name and name.startswith(_SCRIPT_PREFIXES):
         return "shell"
+    # Launchers written in Python: `launch_dsv4.py`, `deploy_sglang.py`, `serve.py`.
+    if name.endswith(".py") and name.startswith(_PYTHON_LAUNCHER_PREFIXES):
+        return "python"
     return ""
 
 
 def file_kind(path: str) -> str:
-    """How a config file is read: ``markdown``, ``dotenv``, ``shell``, ``yaml``, ``toml`` or
-    ``json``; "" for a file that is not configuration."""
+    """How a config file is read: ``markdown``, ``dotenv``, ``shell``, ``yaml``, ``toml``,
+    ``json`` or ``python``; "" for a file that is not configuration."""
     return _kind(path)
 
 
 def is_config_path(path: str) -> bool:
-    """Whether a file's contents can assert settings (scripts, .env, YAML/TOML/JSON, Markdown)."""
+    """Whether a file's contents can assert settings (scripts, .env, YAML/TOML/JSON, Markdown,
+    Python launchers)."""
     return bool(_kind(path))
 
 
@@ -150,6 +156,8 @@ def _extract(kind: str, path: str, text: str) -> list[Setting]:
         return shell_settings(text, where=path)
     if kind == "dotenv":
         return _dotenv_settings(path, text)
+    if kind == "python":
+        return python_settings(path, text)
     if kind == "yaml":
         return _yaml_settings(path, text)
     if kind == "toml":
