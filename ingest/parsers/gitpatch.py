@@ -199,4 +199,5 @@ _KIND_NAMES = {
     "toml": "TOML",
     "json": "JSON",
     "markdown": "Markdown",
+    "python": "Python",
 }
