@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from collections.abc import Iterator
 
 from evidence.vocabulary import Scope
@@ -34,6 +35,8 @@ from .types import ParseError, Setting
 __all__ = ["python_settings"]
 
 _SETTERS = frozenset({"setdefault", "update"})
+# What a launcher's text names: the environment, a server program or module.
+_LAUNCHER_WORDS = re.compile(r"\benviron\b|\bputenv\b|launch_server|\bserve\b|sglang|vllm")
 
 
 def python_settings(path: str, text: str) -> list[Setting]:
@@ -42,6 +45,10 @@ def python_settings(path: str, text: str) -> list[Setting]:
     try:
         tree = ast.parse(text, filename=path)
     except SyntaxError as exc:
+        if not _LAUNCHER_WORDS.search(text):
+            # A module with a launcher's name that sets no environment and starts no server
+            # (a package's `run.py`, a Python 2 script of an old history): not configuration.
+            return []
         raise ParseError(path, exc.lineno or 0, f"expected Python source: {exc.msg}") from None
     out: list[Setting] = []
     names = _module_constants(tree)

@@ -106,3 +106,6 @@ def test_which_python_files_are_launchers_and_a_broken_one_names_its_line() -> N
         extract_settings("launch.py", "import os\nos.environ['A'] = (\n")
     assert err.value.file == "launch.py" and err.value.line in (2, 3)
     assert "expected Python source" in err.value.message
+    # A Python 2 module with a launcher's name that names no environment and no server (a
+    # package's run.py in an old history, as Flask's has): nothing, not an error.
+    assert extract_settings("flask/run.py", "def run():\n    print 'serving'\n") == []
