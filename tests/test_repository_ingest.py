@@ -488,3 +488,27 @@ def test_a_python_launcher_in_a_repository_is_read_as_config(db, tmp_path):
     result = parse_git_log(text.encode(), ParseContext("py.gitlog", tz=dt.UTC))
     found = [(c.key, c.old, c.new) for c in result.config_changes]
     assert sorted(found, key=str) == sorted(expected, key=str)
+
+
+def test_a_git_log_in_a_layout_without_dates_is_refused_with_the_command_that_works(
+    incident, tmp_path
+):
+    """`git log --oneline` and `--graph` are what people paste first; neither can be placed
+    on a timeline. The refusal names the layout and the command to save instead."""
+    from ingest.services.storage import artifact_register_bytes
+
+    repo = _project(tmp_path / "project")
+    for options, layout in (
+        (["--oneline"], "--oneline"),
+        (["--graph", "--oneline"], "--graph"),
+        (["--graph"], "--graph"),
+    ):
+        text = repo.git("log", *options) + "\n"
+        artifact, _ = artifact_register_bytes(
+            incident=incident, name=f"log{layout}.txt", data=text.encode()
+        )
+        assert artifact.status == RunStatus.FAILED
+        assert artifact.error.startswith(
+            f"log{layout}.txt: this looks like `git log {layout}` output"
+        ), artifact.error
+        assert "git log -p --parents --diff-merges=first-parent" in artifact.error

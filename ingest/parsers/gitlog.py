@@ -40,6 +40,7 @@ __all__ = [
     "CommitInfo",
     "FileStat",
     "commits_to_result",
+    "dateless_git_log",
     "looks_like_git_log_text",
     "parse_git_log",
     "parse_git_log_text",
@@ -65,6 +66,22 @@ _ISO_SPACED_RE = re.compile(
     r"^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}) ([+-]\d{2})(\d{2})$"  # --date=iso
 )
 _DATE_EXPECTED = "expected an ISO 8601 date such as 2026-11-20T07:30:00-08:00 (--date=iso-strict)"
+
+
+_ONELINE_RE = re.compile(r"^[0-9a-f]{7,64}(?: \([^)]*\))? \S")
+_GRAPH_RE = re.compile(r"^\*[ |\\/]+(?:commit [0-9a-f]{7,64}\b|[0-9a-f]{7,64} \S)")
+
+
+def dateless_git_log(head: bytes) -> str:
+    """Which `git log` layout that cannot be read ``head`` is in ("--graph", its lines drawn
+    behind branch lines; "--oneline", no dates), or "" for neither: saying so beats
+    "unknown format"."""
+    lines = [ln for ln in head_text(head).split("\n")[:20] if ln.strip()]
+    if lines and _GRAPH_RE.match(lines[0]):
+        return "--graph"
+    if len(lines) >= 2 and all(_ONELINE_RE.match(ln) for ln in lines[:10]):
+        return "--oneline"
+    return ""
 
 
 def looks_like_git_log_text(name: str, head: bytes) -> bool:

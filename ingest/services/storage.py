@@ -20,6 +20,7 @@ from typing import Any
 from django.conf import settings
 
 from ingest import sniff
+from ingest.parsers import gitlog
 from ingest.services import IngestError
 from timeline.choices import RunStatus
 from timeline.models import Artifact, Incident
@@ -229,6 +230,13 @@ def unrecognised(name: str, data: bytes | None = None, *, empty: bool | None = N
     what = "not recognised as any known format"
     if data is not None and _looks_binary(data[: sniff.HEAD_BYTES]):
         what = "binary data, not text; not recognised as any known format"
+    elif data is not None and (layout := gitlog.dateless_git_log(data[: sniff.HEAD_BYTES])):
+        return (
+            f"{name}: this looks like `git log {layout}` output, which this reader cannot place "
+            "on the timeline; save the log with `git log -p --parents "
+            "--diff-merges=first-parent --unified=100000 --pretty=fuller`, or give the "
+            "repository itself"
+        )
     return f"{name}: {what} (expected one of: {sniff.describe_known()})"
 
 
