@@ -39,7 +39,9 @@ __all__ = [
 
 _SHELL_SUFFIXES = (".sh", ".bash", ".zsh")
 _SCRIPT_PREFIXES = ("launch", "run", "start")
-_PYTHON_LAUNCHER_PREFIXES = (*_SCRIPT_PREFIXES, "serve", "deploy")
+# (the word alone or followed by a separator: `run_server.py`, `deploy-dsv4.py`, not
+# `runtime.py` or `server.py`)
+_PYTHON_LAUNCHER = re.compile(r"(?:launch|run|start|serve|deploy)(?:[_-].*)?")
 _MARKDOWN_SUFFIXES = (".md", ".markdown")
 _YAML_SUFFIXES = (".yaml", ".yml")
 # Lock files and other files tools write: their names say so, their contents are resolved
@@ -99,7 +101,7 @@ def _kind(path: str) -> str:
     if "." not in name and name.startswith(_SCRIPT_PREFIXES):
         return "shell"
     # Launchers written in Python: `launch_dsv4.py`, `deploy_sglang.py`, `serve.py`.
-    if name.endswith(".py") and name.startswith(_PYTHON_LAUNCHER_PREFIXES):
+    if name.endswith(".py") and _PYTHON_LAUNCHER.fullmatch(name[:-3]):
         return "python"
     return ""
 

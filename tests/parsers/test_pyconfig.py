@@ -98,9 +98,16 @@ def test_a_shell_script_in_a_string_is_read_as_the_shell_reader_reads_it() -> No
 
 
 def test_which_python_files_are_launchers_and_a_broken_one_names_its_line() -> None:
-    for path in ("launch_dsv4.py", "deploy/deploy_sglang.py", "serve.py", "scripts/run_server.py"):
+    for path in (
+        "launch_dsv4.py",
+        "deploy/deploy_sglang.py",
+        "serve.py",
+        "scripts/run_server.py",
+        "run.py",
+        "start-dsv4.py",
+    ):
         assert file_kind(path) == "python", path
-    for path in ("src/app.py", "tests/run_test.py", "setup.py", "launch.pyc"):
+    for path in ("src/app.py", "tests/run_test.py", "setup.py", "launch.pyc", "runtime.py"):
         assert not is_config_path(path), path
     with pytest.raises(ParseError) as err:
         extract_settings("launch.py", "import os\nos.environ['A'] = (\n")
