@@ -14,6 +14,7 @@ Every view and the API get their incident here; no view checks teams itself.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Callable
 from functools import wraps
@@ -155,9 +156,11 @@ class _FusedQuery:
             connection.ensure_connection()
             try:
                 with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cur:
-                    cur.execute(sql, params, prepare=True)
+                    # Binary results: Django reads a text timestamptz with a Python loader
+                    # (~10 us each, and the row holds eight); psycopg's binary one is C.
+                    cur.execute(sql, params, prepare=True, binary=True)
                     found: tuple[Any, ...] | None = cur.fetchone()
-                    return found
+                    return None if found is None else tuple(map(_as_django_reads, found))
             except DatabaseError:
                 if connection.in_atomic_block:
                     raise
@@ -175,6 +178,14 @@ class _FusedQuery:
 
 
 _FUSED = _FusedQuery()
+
+
+def _as_django_reads(value: Any) -> Any:
+    """A value of the binary row as Django's own cursor gives it: an aware datetime in
+    ``datetime.UTC`` (psycopg's binary loader gives the session's zone, which is UTC)."""
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(dt.UTC)
+    return value
 
 
 def _session_user(request: HttpRequest, key: str, data: str) -> tuple[str, int, str] | None:
