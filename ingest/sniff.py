@@ -96,5 +96,25 @@ def sniff(name: str, head: bytes) -> Format | None:
     return None
 
 
+# Formats a program appends to its own output: a Go runtime's goroutine dump after the
+# service's log lines (SIGQUIT, a fatal error), as `kubectl logs` of the pod shows it. A file
+# whose first bytes match nothing is checked again on its last bytes for these only.
+TAIL_FORMATS: tuple[Format, ...] = (BY_KIND["goroutine_dump"],)
+
+
+def sniff_tail(name: str, tail: bytes) -> Format | None:
+    """The format of a file whose first bytes matched nothing, from its last bytes: one of
+    :data:`TAIL_FORMATS`, or None."""
+    for fmt in TAIL_FORMATS:
+        if fmt.looks_like(name, tail):
+            return fmt
+    return None
+
+
+def sniff_ends(name: str, head: bytes, tail: bytes) -> Format | None:
+    """A file's format from its first bytes, else from its last (:func:`sniff_tail`)."""
+    return sniff(name, head) or sniff_tail(name, tail)
+
+
 def describe_known() -> str:
     return ", ".join(f.label for f in FORMATS)

@@ -33,6 +33,11 @@ _CRASH_RE = re.compile(
 )
 # A register of the dump a signal prints after the stacks ("rax    0x0", "rflags 0x286").
 _REGISTER_RE = re.compile(r"^[a-z0-9]{2,6}\s+0x[0-9a-fA-F]+\s*$")
+# The runtime's own lines before a signal's stacks: "SIGQUIT: quit", "PC=0x46ee61 m=0
+# sigcode=0", "signal arrived during cgo execution", the stack that follows a crash's reason.
+_PREAMBLE_RE = re.compile(
+    r"^(?:SIG[A-Z]+: |PC=0x|signal arrived|\[|-----$|created by |exit status )"
+)
 # A header cut short ("goroutine 31 [s" at the end of a truncated file).
 _HEADER_START_RE = re.compile(r"^goroutine \d+\b")
 _CREATED_RE = re.compile(r"^created by (.+?)(?: in goroutine \d+)?$")
@@ -81,6 +86,12 @@ def parse_goroutines(data: bytes, ctx: ParseContext) -> ParseResult:
         reason = ""
     else:
         goroutines, reason, skipped, unlisted = _read_goroutines(lines, ctx)
+        before = _lines_before_dump(lines)
+        if before:
+            result.warnings.append(
+                f"{ctx.name}: {before} line(s) before the dump (the program's own log?) are not "
+                "part of it and were not read"
+            )
         if unlisted:
             result.warnings.append(
                 f"{ctx.name}: {unlisted} goroutine(s) after the '-----' rule were not listed "
@@ -125,6 +136,22 @@ def parse_goroutines(data: bytes, ctx: ParseContext) -> ParseResult:
         )
     )
     return result
+
+
+def _lines_before_dump(lines: list[str]) -> int:
+    """The lines before the first goroutine header that are not the runtime's own preamble
+    (``SIGQUIT: quit``, ``PC=...``, a crash's reason, registers): a log the dump was
+    appended to, as `kubectl logs` shows a Go service's."""
+    count = 0
+    for line in lines:
+        stripped = line.strip()
+        if _GOROUTINE_RE.match(stripped):
+            return count
+        if stripped and not (
+            _PREAMBLE_RE.match(stripped) or _CRASH_RE.match(line) or _REGISTER_RE.match(stripped)
+        ):
+            count += 1
+    return 0  # (no header at all: the caller refuses the file)
 
 
 def _read_profile(lines: list[str], ctx: ParseContext) -> list[dict[str, Any]]:

@@ -133,7 +133,7 @@ def artifact_register_bytes(
         name,
         digest,
         len(data),
-        data[: sniff.HEAD_BYTES],
+        (data[: sniff.HEAD_BYTES], data[-sniff.HEAD_BYTES :]),
         options,
         user,
         stage,
@@ -155,7 +155,7 @@ def artifact_register_file(
     folder = upload_dir(incident)
     hasher = hashlib.sha256()
     size = 0
-    head = b""
+    head = tail = b""
     tmp = stage.temp_file() if stage else _temp_file(folder)
     with open(tmp, "wb") as out:
         try:
@@ -163,6 +163,7 @@ def artifact_register_file(
                 while chunk := src.read(1 << 23):
                     if not head:
                         head = chunk[: sniff.HEAD_BYTES]
+                    tail = (tail + chunk[-sniff.HEAD_BYTES :])[-sniff.HEAD_BYTES :]
                     size += len(chunk)
                     size_check(name, size)  # the file grew while it was read
                     hasher.update(chunk)
@@ -171,7 +172,7 @@ def artifact_register_file(
             tmp.unlink(missing_ok=True)
             raise
     return _keep_and_register(
-        incident, folder, tmp, name, hasher.hexdigest(), size, head, options, user, stage
+        incident, folder, tmp, name, hasher.hexdigest(), size, (head, tail), options, user, stage
     )
 
 
@@ -188,14 +189,16 @@ def _keep_and_register(
     name: str,
     digest: str,
     size: int,
-    head: bytes,
+    ends: tuple[bytes, bytes],
     options: dict[str, Any] | None,
     user: Any,
     stage: Stage | None,
 ) -> tuple[Artifact, bool]:
     """Move a written copy to its digest's name and register it, or return the artifact that
     holds these bytes already (the copy is dropped then, as it is when the file is stored
-    already). Unrecognised files are recorded as failed with the reason, not guessed."""
+    already). Its format is sniffed from its first bytes, else from its last (a dump a program
+    appended to its log). Unrecognised files are recorded as failed with the reason, not
+    guessed."""
     existing = Artifact.objects.filter(incident=incident, sha256=digest).first()
     final = folder / digest
     if existing is not None or final.exists() or (stage and stage.planned(final)):
@@ -206,7 +209,8 @@ def _keep_and_register(
         os.replace(tmp, final)
     if existing is not None:
         return existing, False
-    fmt = sniff.sniff(name, head) if size else None
+    head, tail = ends  # the file's first and last bytes
+    fmt = sniff.sniff_ends(name, head, tail) if size else None
     return Artifact.objects.get_or_create(
         incident=incident,
         sha256=digest,

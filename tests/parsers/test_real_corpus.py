@@ -24,7 +24,7 @@ AT = dt.datetime(2026, 12, 3, 9, 40, tzinfo=dt.UTC)
 
 def parse(name: str, at: dt.datetime | None = AT) -> ParseResult:
     data = (REAL / name).read_bytes()
-    fmt = sniff.sniff(name, data[: sniff.HEAD_BYTES])
+    fmt = sniff.sniff_ends(name, data[: sniff.HEAD_BYTES], data[-sniff.HEAD_BYTES :])
     assert fmt is not None, f"{name} not recognised"
     result = fmt.parse(data, ParseContext(name.rsplit("/", 1)[-1], default_time=at))
     assert result.kind == fmt.kind
@@ -56,42 +56,45 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
     "query_range_up.json": ("prometheus_query_range", {}, 2, 26, 0, None),
     "query_range_rate_http_requests.json": ("prometheus_query_range", {}, 1, 13, 0, None),
     "nvidia_smi_bpytop26_no_timestamp.csv": ("nvidia_smi_csv", {}, 16, 16, 0, None),
-    # A crash's own line heads the dump's title.
+    # A crash's own line heads the dump's title; the program's log line above it is counted.
     "go119_deadlock_stderr.txt": (
         "goroutine_dump",
         {"stack_dump": 1},
         0,
         0,
-        0,
+        1,
         "fatal error: all goroutines are asleep - deadlock! (goroutine dump: 3 goroutines, 1 in "
         "sync.runtime_Semacquire [semacquire])",
     ),
-    # `go run` adds "exit status 2" after the stack: a line left out, and said.
+    # `go run` adds "exit status 2" after the stack: a line left out, and said; so are the
+    # program's two log lines above the panic.
     "go119_panic_via_go_run.txt": (
         "goroutine_dump",
         {"stack_dump": 1},
         0,
         0,
-        1,
+        2,
         "panic: boom: 50 workers stuck (goroutine dump: 1 goroutine, 1 in main.main [running])",
     ),
     # GOTRACEBACK=crash: each thread's system stack (goroutine 0) ends in a register dump, and
-    # after "-----" each thread reports its goroutine again.
+    # after "-----" each thread reports its goroutine again. Its 53 heartbeat log lines above
+    # the dump: counted.
     "go119_sigquit_gotraceback_crash.txt": (
         "goroutine_dump",
         {"stack_dump": 1},
         0,
         0,
-        0,
+        1,
         "goroutine dump: 32 goroutines, 7 in main.main.func1 [chan receive]",
     ),
-    # The same kind of dump pasted where its tabs became spaces.
+    # The same kind of dump pasted where its tabs became spaces (its "listening" log line
+    # above it: counted).
     "go119_sigquit_pasted_spaces.txt": (
         "goroutine_dump",
         {"stack_dump": 1},
         0,
         0,
-        0,
+        1,
         "goroutine dump: 32 goroutines, 7 in main.main.func1 [chan receive]",
     ),
     # 44 headers, one of them "goroutine 0 [idle]": the signal thread's system stack, no goroutine.
@@ -120,6 +123,15 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
         0,
         0,
         "py-spy dump of report (pid 12525): 1 thread, 0 active",
+    ),
+    # A Go service's 161 log lines (14 KB), then its SIGQUIT dump: sniffed from the file's end.
+    "go119_logs_then_sigquit.txt": (
+        "goroutine_dump",
+        {"stack_dump": 1},
+        0,
+        0,
+        1,
+        "goroutine dump: 10 goroutines, 4 in main.worker [chan receive]",
     ),
     "go_sigquit_goroutines.txt": (
         "goroutine_dump",
@@ -564,7 +576,11 @@ def test_a_crash_dump_keeps_its_reason_and_leaves_thread_stacks_out() -> None:
     # 32, as GOTRACEBACK=all gives for the same program: the threads' reports after "-----"
     # repeat goroutines listed above.
     assert 0 not in ids and crash.events[0].attrs["total"] == 32 and len(ids) == len(set(ids))
-    assert crash.warnings == []  # its registers are the dump's own lines, nothing lost
+    # its registers are the dump's own lines; its log lines above the dump are counted
+    assert crash.warnings == [
+        "go119_sigquit_gotraceback_crash.txt: 53 line(s) before the dump (the program's own "
+        "log?) are not part of it and were not read"
+    ]
     # A SIGQUIT asked for is no crash.
     assert "crash" not in crash.events[0].attrs
 
@@ -882,3 +898,16 @@ def test_junit_producers_that_write_utc_without_a_zone_are_read_as_utc() -> None
         assert fmt is not None
         result = fmt.parse(data, ParseContext(name, tz=los_angeles))
         assert min(e.at for e in result.events) == utc, name
+
+
+def test_a_dump_appended_to_a_long_log_is_sniffed_from_the_files_end(incident) -> None:  # type: ignore[no-untyped-def]
+    """`kubectl logs` of a Go service sent SIGQUIT: 14 KB of its own log lines, then the
+    runtime's dump. Its first 8 KB match no format; its last bytes hold goroutine headers."""
+    from ingest import sniff
+    from ingest.services.storage import artifact_register_bytes
+
+    data = (REAL / "go119_logs_then_sigquit.txt").read_bytes()
+    assert len(data) > 2 * sniff.HEAD_BYTES
+    assert sniff.sniff("pod.log", data[: sniff.HEAD_BYTES]) is None
+    artifact, _ = artifact_register_bytes(incident=incident, name="pod.log", data=data)
+    assert artifact.kind == "goroutine_dump", artifact.error
