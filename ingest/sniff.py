@@ -102,18 +102,9 @@ def sniff(name: str, head: bytes) -> Format | None:
 TAIL_FORMATS: tuple[Format, ...] = (BY_KIND["goroutine_dump"],)
 
 
-def sniff_tail(name: str, tail: bytes) -> Format | None:
-    """The format of a file whose first bytes matched nothing, from its last bytes: one of
-    :data:`TAIL_FORMATS`, or None."""
-    for fmt in TAIL_FORMATS:
-        if fmt.looks_like(name, tail):
-            return fmt
-    return None
-
-
 def sniff_ends(name: str, head: bytes, tail: bytes) -> Format | None:
-    """A file's format from its first bytes, else from its last (:func:`sniff_tail`)."""
-    return sniff(name, head) or sniff_tail(name, tail)
+    """A file's format from its first bytes, else from its last (one of :data:`TAIL_FORMATS`)."""
+    return sniff(name, head) or next((f for f in TAIL_FORMATS if f.looks_like(name, tail)), None)
 
 
 def describe_known() -> str:

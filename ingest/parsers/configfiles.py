@@ -41,7 +41,7 @@ _SHELL_SUFFIXES = (".sh", ".bash", ".zsh")
 _SCRIPT_PREFIXES = ("launch", "run", "start")
 # (the word alone or followed by a separator: `run_server.py`, `deploy-dsv4.py`, not
 # `runtime.py` or `server.py`)
-_PYTHON_LAUNCHER = re.compile(r"(?:launch|run|start|serve|deploy)(?:[_-].*)?")
+_PYTHON_LAUNCHER = re.compile(rf"(?:{'|'.join((*_SCRIPT_PREFIXES, 'serve', 'deploy'))})(?:[_-].*)?")
 _MARKDOWN_SUFFIXES = (".md", ".markdown")
 _YAML_SUFFIXES = (".yaml", ".yml")
 # Lock files and other files tools write: their names say so, their contents are resolved

@@ -13,6 +13,7 @@ a header or a numstat line. Git's default ``medium`` layout (``Merge:`` lines, `
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import datetime as dt
 import re
@@ -20,7 +21,7 @@ import time
 
 from .configfiles import is_config_path
 from .gitcommits import KIND_GIT_REPO, CommitInfo, FileStat, commits_to_result, split_message
-from .gitpatch import FilePatch, context_lines, read_file_patch, sides
+from .gitpatch import FilePatch, context_lines, patch_end, read_file_patch, sides
 from .text import decode_lines_tolerating, head_text
 from .timestamps import (
     UTC,
@@ -181,12 +182,15 @@ def _merged_in(
     if not merges:
         return {}, False
     by_hash = {c.hash: c for c in commits}
+    ordered = sorted(by_hash)
 
     def resolve(parent: str) -> CommitInfo | None:  # (the medium layout abbreviates parents)
         found = by_hash.get(parent)
-        if found is None and len(parent) < 40:
-            matches = [c for h, c in by_hash.items() if h.startswith(parent)]
-            found = matches[0] if len(matches) == 1 else None
+        if found is None:  # the one hash the abbreviation starts, found by bisection
+            k = bisect.bisect_left(ordered, parent)
+            unique = k + 1 >= len(ordered) or not ordered[k + 1].startswith(parent)
+            if k < len(ordered) and ordered[k].startswith(parent) and unique:
+                found = by_hash[ordered[k]]
         return found
 
     branches = [m for m in merges if any(resolve(p) for p in m.parents[1:])]
@@ -448,10 +452,7 @@ def _other_file_line(
     if m := _COMBINED_RE.match(line):
         # A merge's combined diff: its file, not its settings (a merge's changes are its
         # parents', read in their own patches).
-        i += 1
-        while i < len(lines) and not lines[i].startswith(("diff --", "commit ")):
-            i += 1
-        return [FileStat(path=m.group(1), added=None, removed=None)], i, None
+        return [FileStat(path=m.group(1), added=None, removed=None)], patch_end(lines, i + 1), None
     return None
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "FilePatch",
     "Hunk",
     "context_lines",
+    "patch_end",
     "read_file_patch",
     "sides",
 ]
@@ -59,6 +60,13 @@ class FilePatch:
     cut: str = ""  # why the patch could not be read to its end ("" when it could)
 
 
+def patch_end(lines: list[str], i: int) -> int:
+    """The index of the next file's or commit's header at or after ``i``: where a patch ends."""
+    while i < len(lines) and not lines[i].startswith(("diff --", "commit ")):
+        i += 1
+    return i
+
+
 def read_file_patch(lines: list[str], start: int, old: str, new: str) -> tuple[FilePatch, int]:
     """The patch whose ``diff --git`` header is ``lines[start]`` (paths ``old`` and ``new``
     from it) and the index of the line after it (the next file's or commit's header)."""
@@ -80,9 +88,7 @@ def read_file_patch(lines: list[str], start: int, old: str, new: str) -> tuple[F
                 break
             continue
         i += 1
-    while i < n and not lines[i].startswith(("diff --", "commit ")):
-        i += 1  # (only after a cut hunk: the rest of this file's patch)
-    return patch, i
+    return patch, patch_end(lines, i)  # (past i only after a cut hunk: the rest of its patch)
 
 
 def _read_hunk(lines: list[str], i: int, m: re.Match[str], patch: FilePatch) -> int:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+from collections import Counter
 from collections.abc import Iterator
 
 from evidence.vocabulary import Scope
@@ -59,29 +60,22 @@ def python_settings(path: str, text: str) -> list[Setting]:
 
 def _module_constants(tree: ast.Module) -> dict[str, str]:
     """Names the module binds once, at its top level, to a constant (``MODEL = "..."``): a
-    launch word or env value naming one is read as the constant."""
-    bound: dict[str, list[ast.expr]] = {}
-    for node in ast.walk(tree):
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.NamedExpr):
-            targets = [node.target]
-        elif isinstance(node, ast.For | ast.With | ast.Global | ast.Nonlocal | ast.arguments):
-            targets = []  # (rebinding forms below make a name ambiguous)
-        for target in targets:
-            if isinstance(target, ast.Name):
-                value = node.value if isinstance(node, ast.Assign) else None
-                bound.setdefault(target.id, []).append(value)  # type: ignore[arg-type]
+    launch word or env value naming one is read as the constant. A name bound anywhere else
+    too (a loop, a ``with``, a parameter, another assignment) is not one."""
+    bindings = Counter(
+        node.id if isinstance(node, ast.Name) else node.arg
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store))
+        or isinstance(node, ast.arg)
+    )
     out: dict[str, str] = {}
-    top = {id(n) for n in tree.body}
     for node in tree.body:
-        if not (isinstance(node, ast.Assign) and id(node) in top and len(node.targets) == 1):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
         target = node.targets[0]
         if (
             isinstance(target, ast.Name)
-            and len(bound.get(target.id, [])) == 1
+            and bindings[target.id] == 1
             and isinstance(node.value, ast.Constant)
             and isinstance(node.value.value, str | int | float)
             and not isinstance(node.value.value, bool)
