@@ -102,6 +102,17 @@ _DCGM_INT32_BLANKS = frozenset(float(0x7FFFFFF0 + k) for k in range(4))
 _DCGM_INT64_BLANK = float(0x7FFFFFFFFFFFFFF0)  # the four int64 ones are one float64: 2**63
 _DCGM_FP64_BLANKS = frozenset(float(2**47 + k) for k in range(4))
 DCGM_BLANKS = (_DCGM_INT64_BLANK, *sorted(_DCGM_INT32_BLANKS), *sorted(_DCGM_FP64_BLANKS))
+_DCGM_BLANK_SET = frozenset(DCGM_BLANKS)
+
+
+def is_dcgm(name: str) -> bool:
+    """A dcgm-exporter metric, whose samples may hold DCGM's "no reading" values."""
+    return name.startswith("DCGM_FI_")
+
+
+def dcgm_blank(value: float) -> bool:
+    """One of DCGM's "no reading" values (the three widths above), not a reading."""
+    return value in _DCGM_BLANK_SET
 
 
 def drop_dcgm_blanks(result: ParseResult, file: str) -> None:
@@ -109,14 +120,10 @@ def drop_dcgm_blanks(result: ParseResult, file: str) -> None:
     dropped: dict[str, int] = {}
     kept = []
     for block in result.samples:
-        if not block.key.name.startswith("DCGM_FI_"):
+        if not is_dcgm(block.key.name):
             kept.append(block)
             continue
-        keep = [
-            i
-            for i, v in enumerate(block.values)
-            if v != _DCGM_INT64_BLANK and v not in _DCGM_INT32_BLANKS and v not in _DCGM_FP64_BLANKS
-        ]
+        keep = [i for i, v in enumerate(block.values) if not dcgm_blank(v)]
         if len(keep) < len(block.values):
             dropped[block.key.name] = dropped.get(block.key.name, 0) + len(block.values) - len(keep)
             block.ts_ms = type(block.ts_ms)("q", (block.ts_ms[i] for i in keep))

@@ -502,3 +502,59 @@ def test_a_query_too_long_for_its_index_is_refused_before_the_database(incident:
     with pytest.raises(IngestError, match="longer than 2,000 bytes"):
         remote_series_add(incident=incident, source=source, query=long_query)
     assert not RemoteSeries.objects.exists()
+
+
+# DCGM's "no reading" values as dcgm-exporter writes them (ingest.parsers.series.DCGM_BLANKS):
+# int64 (DCGM_INT64_BLANK and its siblings), int32 and fp64 blanks.
+DCGM_BLANK_VALUES = (9223372036854775794.0, 2147483632.0, 140737488355328.0)
+
+
+def test_dcgm_blank_values_of_a_remote_series_are_neither_drawn_nor_analysed(
+    client: Any, user: Any, incident: Any, tmp_path: Path
+) -> None:
+    """A GPU whose exporter reports DCGM's "blank / not supported" value now and then: the
+    values are left out of the figure and of the analysis, as an ingested file's are, and said."""
+    times = np.arange(START.timestamp(), START.timestamp() + 3600, SCRAPE_S)
+    points = [(float(t), 40.0 + (i % 7)) for i, t in enumerate(times)]
+    blank_at = [17, 95, 181]
+    for i, value in zip(blank_at, DCGM_BLANK_VALUES, strict=True):
+        points[i] = (points[i][0], value)
+    server = PrometheusServer(
+        backfill(
+            openmetrics([("DCGM_FI_DEV_GPU_UTIL", {"gpu": "0", "Hostname": "node-1"}, points)]),
+            tmp_path / "dcgm",
+        )
+    )
+    try:
+        source = _source(incident, server.url)
+        _remote(incident, source, query="DCGM_FI_DEV_GPU_UTIL", name="DCGM_FI_DEV_GPU_UTIL")
+        client.force_login(user)
+        # One step per scrape: every blank is a step of its own, so its step is not drawn.
+        figure = _figure(client, incident, START, START + dt.timedelta(minutes=60))
+        (line,) = _lines(figure)
+        assert max(line["y"]) <= 46.0 and min(line["y"]) >= 40.0
+        assert len(line["y"]) == len(points) - len(blank_at)
+        (message,) = [m for m in _messages(figure) if "DCGM" in m]
+        assert "3 steps held DCGM's 'blank / not supported' value" in message
+        # A wide step holding a blank among readings: drawn from the readings (its minimum).
+        wide = remote.fetch_window(
+            list(RemoteSeries.objects.filter(incident=incident)),
+            START,
+            START + dt.timedelta(minutes=60),
+            max_points=20,
+        )[0]
+        assert wide.step > SCRAPE_S and wide.blanks == 3
+        assert wide.traces and float(np.max(wide.traces[0].values)) <= 46.0
+
+        incident.last_good_at = START
+        incident.first_bad_at = START + dt.timedelta(seconds=float(times[-1] - times[0]))
+        incident.save()
+        series, warnings = remote.engine_series(incident, ["DCGM_FI_DEV_GPU_UTIL"])
+    finally:
+        server.stop()
+    (gpu,) = series
+    values = gpu.values.array
+    assert values.size == len(points) - len(blank_at) and float(values.max()) <= 46.0
+    (warning,) = warnings
+    assert "3 samples held DCGM's 'blank / not supported' value" in warning
+    assert "DCGM_FI_DEV_GPU_UTIL" in warning

@@ -42,6 +42,7 @@ from ingest.clients.prometheus import (
     query_fetch,
     range_query,
 )
+from ingest.parsers.series import dcgm_blank, is_dcgm
 from timeline import charts, shared_cache
 from timeline.correlation.types import Floats, Times
 from timeline.correlation.types import Series as EngineSeries
@@ -153,6 +154,7 @@ class Fetched:
     error: str = ""
     total: int = 0  # series in the answer (more than MAX_TRACES are not drawn)
     cached: bool = False
+    blanks: int = 0  # steps with a peak that was DCGM's "no reading" value (not drawn)
 
 
 def step_for(start: float, end: float, *, max_points: int, resolution: float = 0.0) -> float:
@@ -233,6 +235,43 @@ def merge_peaks(result: list[dict[str, Any]], step: float) -> list[Trace]:
     return traces
 
 
+def drop_dcgm_blanks(result: list[dict[str, Any]]) -> int:
+    """Take DCGM's "no reading" values (``ingest.parsers.series.dcgm_blank``) out of a
+    ``query_range`` result's points, as an ingested file's are; returns how many.
+
+    A step's ``max_over_time`` is such a value whenever one sample in the step is: the step is
+    then drawn from its minimum alone."""
+    dropped = 0
+    for item in result:
+        points = item.get("values") or []
+        kept = [p for p in points if not dcgm_blank(float(p[1]))]
+        if len(kept) < len(points):
+            dropped += len(points) - len(kept)
+            item["values"] = kept
+    return dropped
+
+
+def _blank_steps(result: list[dict[str, Any]]) -> int:
+    """The steps of a peak query's answer whose maximum or minimum is a DCGM blank."""
+    return len(
+        {
+            (
+                tuple(
+                    sorted((k, v) for k, v in (item.get("metric") or {}).items() if k != PEAK_LABEL)
+                ),
+                t,
+            )
+            for item in result
+            for t, v in item.get("values") or []
+            if dcgm_blank(float(v))
+        }
+    )
+
+
+def _is_dcgm_remote(remote: RemoteSeries) -> bool:
+    return is_dcgm(remote.name or selector_name(remote.query))
+
+
 def _cache_key(remote: RemoteSeries, step: float, lo: float, hi: float) -> str:
     # The server's address and credentials too: a token rotated or a basic-auth user changed
     # (a multi-tenant server picks the tenant by it) must not be answered from the old ones.
@@ -241,22 +280,28 @@ def _cache_key(remote: RemoteSeries, step: float, lo: float, hi: float) -> str:
         "\0".join([source.url, source.username, source.password, source.bearer_token]).encode()
     ).hexdigest()
     raw = "|".join([str(remote.source_id), who, remote.query, f"{step:g}", f"{lo:g}", f"{hi:g}"])
-    return f"remote_series:v1:{hashlib.sha256(raw.encode()).hexdigest()}"
+    return f"remote_series:v2:{hashlib.sha256(raw.encode()).hexdigest()}"
 
 
-def _ask(server: Server, query: str, lo: float, hi: float, step: float, res: float) -> Fetched:
+def _ask(
+    server: Server, query: str, lo: float, hi: float, step: float, res: float, dcgm: bool
+) -> Fetched:
     """The HTTP part (no Django: it runs on a thread of its own)."""
     try:
         answer = range_query(server, peak_query(query, step, res), start=lo, end=hi, step=step)
         data = answer.get("data") or {}
         if data.get("resultType") != "matrix":
             raise PrometheusError(f"expected series (matrix), got {data.get('resultType')!r}")
-        traces = merge_peaks(list(data.get("result") or []), step)
+        result = list(data.get("result") or [])
+        blanks = _blank_steps(result) if dcgm else 0
+        if blanks:
+            drop_dcgm_blanks(result)
+        traces = merge_peaks(result, step)
     except PrometheusError as exc:
         return Fetched(step=step, error=str(exc))
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         return Fetched(step=step, error=f"unexpected answer: {exc}")
-    return Fetched(step=step, traces=traces[:MAX_TRACES], total=len(traces))
+    return Fetched(step=step, traces=traces[:MAX_TRACES], total=len(traces), blanks=blanks)
 
 
 def fetch_window(
@@ -284,7 +329,15 @@ def fetch_window(
     missing = [p for p in plans if p[4] not in found]
     if missing:
         asks = [
-            (server_for(r.source, timeout=timeout), r.query, lo, hi, step, r.resolution_s)
+            (
+                server_for(r.source, timeout=timeout),
+                r.query,
+                lo,
+                hi,
+                step,
+                r.resolution_s,
+                _is_dcgm_remote(r),
+            )
             for r, step, lo, hi, _key in missing
         ]
         with ThreadPoolExecutor(max_workers=min(FETCH_THREADS, len(missing))) as pool:
@@ -399,6 +452,11 @@ def _message(remote: RemoteSeries, answer: Fetched) -> str:
         )
     if not answer.traces:
         return f"{where}: no samples in this window"
+    if answer.blanks:
+        return (
+            f"{where}: {answer.blanks} steps held DCGM's 'blank / not supported' value, not a "
+            "reading; it is not drawn"
+        )
     return ""
 
 
@@ -429,6 +487,7 @@ def engine_series(
     warnings: list[str] = []
     for remote in remotes:
         origin = public_url(remote.source.url)
+        blanks = 0
         try:
             document = query_fetch(
                 server_for(remote.source, timeout=timeout),
@@ -448,6 +507,8 @@ def engine_series(
         for item in document["data"]["result"]:
             metric = dict(item["metric"])
             name = metric.pop("__name__", "") or remote.name
+            if is_dcgm(name):
+                blanks += drop_dcgm_blanks([item])
             points = item["values"]
             # As columns, the way stored series reach the engine (timeline.analysis): no
             # datetime per sample.
@@ -458,5 +519,11 @@ def engine_series(
                     ts=Times(np.array([round(float(t) * 1000) for t, _ in points], dtype=np.int64)),
                     values=Floats(np.array([float(v) for _, v in points], dtype=np.float64)),
                 )
+            )
+        if blanks:
+            warnings.append(
+                f"remote series {remote.name} ({remote.source.name}: {remote.query}): {blanks} "
+                "samples held DCGM's 'blank / not supported' value, not a reading, and were "
+                "left out"
             )
     return tuple(out), tuple(warnings)
