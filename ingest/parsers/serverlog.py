@@ -69,9 +69,13 @@ _BATCH_FIELDS = {
     # hybrid (Mamba) models: "full token usage: 0.14, mamba usage: 0.20"
     "full token usage": "sglang:token_usage",
     "mamba usage": "sglang:mamba_usage",
+    # sliding-window attention models (DeepSeek-V4): "full token usage: 0.02, ..., swa token
+    # usage: 0.00"; /metrics calls it sglang:swa_token_usage
+    "swa token usage": "sglang:swa_token_usage",
     "gen throughput (token/s)": "sglang:gen_throughput",
     "cache hit rate": "sglang:cache_hit_rate",  # "2.76%" in older versions
     "accept len": "sglang:spec_accept_length",  # speculative decoding
+    "accept rate": "sglang:spec_accept_rate",
 }
 _DECODE_ONLY = frozenset({"sglang:gen_throughput"})
 # A line that starts a crash record even without an ERROR level.
@@ -230,6 +234,22 @@ def _request_rids(message: str) -> list[str]:
     return []
 
 
+# The records worth finding after other text on their line: what a line's [time] starts.
+_GLUED_MESSAGES = ("Prefill batch", "Decode batch", "Receive:", "Finish:")
+
+
+def _glued_record(raw: str) -> int:
+    """Where a batch or request record starts when other text comes before its [time] (a
+    progress bar redrawn without a newline: ``  2%|█   | 3[2026-05-28 03:00:02 TP0] Prefill
+    batch, ...``); 0 when the line holds none."""
+    if not any(m in raw for m in _GLUED_MESSAGES):
+        return 0
+    for match in _PREFIX_RE.finditer(raw, 1):
+        if raw.startswith(_GLUED_MESSAGES, match.end()):
+            return match.start()
+    return 0
+
+
 class _LogParser:
     def __init__(self, ctx: ParseContext) -> None:
         self.ctx = ctx
@@ -253,6 +273,7 @@ class _LogParser:
         self.batch_seen: set[tuple[tuple[tuple[str, str], ...], int]] = set()
         self.batch_overwritten = 0  # batch lines replaced by a later one in the same second
         self.unplaced_batches: list[int] = []  # batch lines without a readable [time]
+        self.glued: list[int] = []  # records read from a [time] after other text
         # A py-spy dump printed into the log (SGLang's watchdog: "Pyspy dump for PID N:"):
         # (its first line, the time of the line before it, its lines) while it goes on.
         self.dump: tuple[int, dt.datetime | None, list[str]] | None = None
@@ -280,6 +301,16 @@ class _LogParser:
 
     def line(self, raw: str, lineno: int) -> None:
         match = _PREFIX_RE.match(raw)
+        if match is None and not self.in_payload and self.error is None and not self.wrapped_args:
+            # (Not inside a prompt, an error's body or a wrapped ServerArgs: text there may
+            # quote a log line.)
+            start = _glued_record(raw)
+            if start:
+                # A progress bar's redraw (no newline of its own) or a paste's prefix before
+                # the [time]: the record is read from its [time] on, and counted.
+                self.glued.append(lineno)
+                raw = raw[start:]
+                match = _PREFIX_RE.match(raw)
         if match is None:
             self.continuation(raw, lineno)
             return
@@ -581,6 +612,14 @@ class _LogParser:
                 f"{self.file}: {len(self.unplaced_batches)} batch lines have no readable "
                 f"[YYYY-MM-DD HH:MM:SS] prefix (lines {where}{more}); no time to place their "
                 "samples at, so they were skipped"
+            )
+        if self.glued:
+            where = ", ".join(str(n) for n in self.glued[:5])
+            more = "" if len(self.glued) <= 5 else ", ..."
+            out.warnings.append(
+                f"{self.file}: {len(self.glued)} batch or request lines had other text before "
+                f"their [YYYY-MM-DD HH:MM:SS] (a progress bar's redraw, a paste's prefix; lines "
+                f"{where}{more}); read from their [time] on, the text before it left out"
             )
         if self.batch_overwritten:
             out.warnings.append(

@@ -212,6 +212,11 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
         None,
     ),
     "sglang/pr10622_dp_tp_ep_ranks.log": ("sglang_log", {"log_span": 1}, 16, 16, 0, None),
+    # DeepSeek-V4 (SWA): full and swa token usage, accept len and rate; the first line glued
+    # to a paste's file reference, read from its [time] on (a warning).
+    "sglang/issue36081_dsv4_swa_glued_prefix.log": ("sglang_log", {"log_span": 1}, 11, 19, 1, None),
+    # A progress bar's redraw glued before a Prefill batch [time]; columns cut by the terminal.
+    "sglang/pr25960_tqdm_glued_clipped.log": ("sglang_log", {"log_span": 1}, 1, 1, 2, None),
     "sglang/issue18785_tp0_ep0_prefill.log": ("sglang_log", {"log_span": 1}, 3, 3, 0, None),
     "sglang/sglang_jax_pr564_decode_same_second.log": (
         "sglang_log",
@@ -425,7 +430,7 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
         6,  # the client sent the same batch again: "received again", kept the first
         None,
     ),
-    "sglang/issue26248_lost_bracket.log": ("sglang_log", {"log_span": 1}, 4, 4, 2, None),
+    "sglang/issue26248_lost_bracket.log": ("sglang_log", {"log_span": 1}, 5, 5, 2, None),
     "sglang/issue6001_long_traceback.log": (
         "sglang_log",
         {"log_error": 3, "log_span": 1},

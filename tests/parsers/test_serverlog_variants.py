@@ -213,3 +213,39 @@ def test_a_chained_traceback_is_titled_by_the_last_exception() -> None:
     )
     (crash,) = errors(parse(text))
     assert crash.title == "ERROR: request failed: torch.OutOfMemoryError: CUDA out of memory."
+
+
+def test_a_batch_line_glued_after_other_text_is_read_from_its_time_and_counted() -> None:
+    """A progress bar redrawn without a newline (or a paste's prefix) before a batch line's
+    [time]: the record is read from its [time] on, and a warning names the line. Other text
+    holding a [time] and "Decode batch" (a prompt, an error's body) is left as it was."""
+    from ingest.parsers.serverlog import parse_sglang_log
+    from ingest.parsers.types import ParseContext
+
+    text = (
+        "[2026-08-23 09:05:30 TP0] Load weight end.\n"
+        "Capturing batches (bs=8):  50%|█████     | 2/4 [00:01<00:01][2026-08-23 09:05:37 TP0] "
+        "Decode batch, #running-req: 3, #full token: 1, full token usage: 0.02, #swa token: 7, "
+        "swa token usage: 0.40, accept len: 2.5, accept rate: 0.75, gen throughput (token/s): "
+        "50.00, #queue-req: 0\n"
+        "[2026-08-23 09:05:40] Receive: obj=GenerateReqInput(rid='a', text='line one\n"
+        "[2026-08-23 09:05:41 TP0] Decode batch, #running-req: 99, #queue-req: 0\n"
+        "end of prompt')\n"
+        "[2026-08-23 09:05:42] ERROR: something failed\n"
+        "  quoted [2026-08-23 09:05:43 TP0] Decode batch, #running-req: 77\n"
+    )
+    result = parse_sglang_log(text.encode(), ParseContext("glued.log"))
+    values = {
+        (b.key.name, b.ts_ms[0]): b.values[0]
+        for b in result.samples
+        if dict(b.key.labels).get("batch") != "prefill"
+    }
+    at = 1_787_475_937_000  # 2026-08-23 09:05:37 UTC
+    assert values[("sglang:num_running_reqs", at)] == 3
+    assert values[("sglang:swa_token_usage", at)] == 0.40
+    assert values[("sglang:spec_accept_rate", at)] == 0.75
+    assert values[("sglang:token_usage", at)] == 0.02
+    # Neither the prompt's line nor the error's body became samples.
+    assert {v for (name, _), v in values.items() if name == "sglang:num_running_reqs"} == {3}
+    (glued,) = [w for w in result.warnings if "other text before" in w]
+    assert "glued.log: 1 batch or request lines" in glued and "lines 2)" in glued
