@@ -101,3 +101,34 @@ def test_a_big_upload_is_stored_from_disk_in_chunks(client, user, incident, sett
     stored = Path(settings.UPLOAD_ROOT).resolve() / artifact.path
     assert stored.read_bytes() == body
     assert not list(stored.parent.glob(".*.part"))
+
+
+UNDATED = Path(__file__).resolve().parent / "fixtures" / "real" / "sglang_undated"
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("issue1612_time_of_day_only.log", "the time of day alone before them ([16:43:29 TP0])"),
+        ("issue19712_no_time.log", "no time before them"),
+        (
+            "pr11854_custom_logging_format.log",
+            "a layout of their own before them (2025-10-20 03:02:22 INFO 31223 [DP3 TP3 EP3 "
+            "scheduler_metrics_mixin.py:222])",
+        ),
+    ],
+)
+def test_an_sglang_log_without_dates_is_refused_saying_so(incident, name, says) -> None:
+    """Real pastes (fixtures README) of SGLang records that carry no date cannot be placed on
+    a timeline: the refusal says what the lines hold and what the reader takes, instead of
+    "not recognised"."""
+    from ingest.services.storage import artifact_register_bytes
+
+    artifact, _ = artifact_register_bytes(
+        incident=incident, name=name, data=(UNDATED / name).read_bytes()
+    )
+    assert artifact.status == RunStatus.FAILED
+    assert artifact.error.startswith(f"{name}: these look like SGLang server log records with ")
+    assert says in artifact.error
+    assert "[YYYY-MM-DD HH:MM:SS]" in artifact.error
+    assert not Event.objects.filter(incident=incident).exists()

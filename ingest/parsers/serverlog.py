@@ -722,3 +722,30 @@ def looks_like_sglang_log(name: str, head: bytes) -> bool:
     (after a log shipper's prefix, if any)."""
     lines = logprefix.unwrap(head_text(head).splitlines()[:50], strict=False)
     return any(_PREFIX_RE.match(line) for line in lines)
+
+
+# SGLang's own records, recognised without a [YYYY-MM-DD HH:MM:SS] before them: an older
+# SGLang's "[16:43:29 TP0] Prefill batch. ..." (the time of day alone), a log kept without any
+# time ("Prefill batch, #new-seq: 1, ..."), or a logging format of the team's own.
+_SGLANG_RECORD_RE = re.compile(
+    r"(?:(?:Prefill|Decode) batch[.,] #|Receive: obj=|Finish: obj=|server_args=ServerArgs\()"
+)
+_TIME_OF_DAY_RE = re.compile(r"\[\d{2}:\d{2}:\d{2}(?:[,.]\d{1,6})?(?: [^\]\s]+)*\] ?")
+
+
+def undated_sglang_log(head: bytes) -> str | None:
+    """How the SGLang records of a log that is not in SGLang's dated format are stamped, in
+    words, or None when the head holds no SGLang record: such a log cannot be placed on a
+    timeline, and saying so beats "not recognised"."""
+    lines = logprefix.unwrap(head_text(head).splitlines()[:200], strict=False)
+    for line in lines:
+        record = _SGLANG_RECORD_RE.search(line)
+        if record is None:
+            continue
+        before = line[: record.start()]
+        if not before.strip():
+            return "no time before them"
+        if _TIME_OF_DAY_RE.fullmatch(before):
+            return f"the time of day alone before them ({before.strip()})"
+        return f"a layout of their own before them ({before.strip()[:80]})"
+    return None

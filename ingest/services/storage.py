@@ -20,7 +20,7 @@ from typing import Any
 from django.conf import settings
 
 from ingest import sniff
-from ingest.parsers import gitlog
+from ingest.parsers import gitlog, serverlog
 from ingest.services import IngestError
 from timeline.choices import RunStatus
 from timeline.models import Artifact, Incident
@@ -240,6 +240,14 @@ def unrecognised(name: str, data: bytes | None = None, *, empty: bool | None = N
             "on the timeline; save the log with `git log -p --parents "
             "--diff-merges=first-parent --unified=100000 --pretty=fuller`, or give the "
             "repository itself"
+        )
+    elif data is not None and (stamp := serverlog.undated_sglang_log(data[: sniff.HEAD_BYTES])):
+        return (
+            f"{name}: these look like SGLang server log records with {stamp}, not the "
+            "[YYYY-MM-DD HH:MM:SS] SGLang's own format puts there, which the timeline needs to "
+            "place them; this reader takes SGLang's own line format (current releases print "
+            "[YYYY-MM-DD HH:MM:SS] and the ranks before every record; a log shipper's prefix "
+            "before that is fine)"
         )
     return f"{name}: {what} (expected one of: {sniff.describe_known()})"
 
