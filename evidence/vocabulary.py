@@ -240,6 +240,7 @@ class LogErrorAttrs(TypedDict, total=False):
     symptom: str
     starts: int
     went_down: int
+    repeats: int  # a C++ library's (glog) line repeated this many more times until ends_at
 
 
 class StackDumpAttrs(TypedDict, total=False):

@@ -97,9 +97,21 @@ _UNLOGGED_CRASH_RE = re.compile(
     r"(?:\[rank\d+\]:)?(?:\[[EF]\d{3,4} [^\]]*\] .*(?:[Ww]atchdog|terminated with exception)"
     r"|Fatal Python error:|terminate called after throwing|Caught signal \d+)"
 )
+# A line in glog's own layout at ERROR or FATAL level, from a C++ library beside SGLang
+# (Mooncake's transfer engine: ``E0414 03:56:41.856248 77969 transfer_metadata_plugin.cpp:173]
+# Unexpected code ...``): a server error of its own, one line long. Such libraries repeat a
+# failing call's line hundreds of times a second: repeats of one line (same level, source and
+# words; numbers aside) less than a minute apart are one error, with their count.
+_GLOG_LINE_RE = re.compile(
+    r"(?<![\w.])([EF])\d{4} \d{2}:\d{2}:\d{2}\.\d{6} +\d+ ([^\s\]]+:\d+)\] (.*)"
+)
+_DIGITS_RE = re.compile(r"\d+")
+_GLOG_REPEAT_GAP = dt.timedelta(minutes=1)
 # The time torch's C++ logging (glog's format) stamps its lines with: "[E207 01:29:36.730311765 "
 # is February 7 (the year is the log's), in the process's local time, as SGLang's own.
-_GLOG_TIME_RE = re.compile(r"\[[EFWI](\d{1,2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))? ")
+_GLOG_TIME_RE = re.compile(
+    r"(?:\[|(?<![\w.]))[EFWI](\d{1,2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))? "
+)
 # The exception line that ends a traceback: "RuntimeError: CUDA error: ...",
 # "torch.OutOfMemoryError: CUDA out of memory.", "KeyboardInterrupt", "Exception: ...".
 _EXCEPTION_LINE_RE = re.compile(
@@ -143,6 +155,10 @@ class _Error:
     # between its frames (an interleaved log) and it goes on after them.
     framing: bool = False
     exception: str = ""  # the last exception line seen (after any "During handling..." chain)
+    # A glog line's repeats folded into it: how many, the last one's time and line.
+    repeats: int = 0
+    last_at: dt.datetime | None = None
+    last_line: int = 0
 
     def __post_init__(self) -> None:
         self.framing = any(_TRACEBACK in raw for raw in self.lines)
@@ -274,6 +290,7 @@ class _LogParser:
         self.batch_overwritten = 0  # batch lines replaced by a later one in the same second
         self.unplaced_batches: list[int] = []  # batch lines without a readable [time]
         self.glued: list[int] = []  # records read from a [time] after other text
+        self.glog_errors: dict[str, _Error] = {}  # the latest error of each glog line
         # A py-spy dump printed into the log (SGLang's watchdog: "Pyspy dump for PID N:"):
         # (its first line, the time of the line before it, its lines) while it goes on.
         self.dump: tuple[int, dt.datetime | None, list[str]] | None = None
@@ -421,6 +438,11 @@ class _LogParser:
             self.server_args(raw, serverargs.find(raw), self.current, lineno)
             return
         self.life.message(self.current, lineno, raw)
+        glog = _GLOG_LINE_RE.search(raw)
+        if glog is not None:
+            # One line of another library's: it neither ends nor joins the record around it.
+            self.glog_error(raw, glog, lineno)
+            return
         if self.error is not None:
             self.error.add(raw)
             return
@@ -450,6 +472,23 @@ class _LogParser:
                 lineno, at or self.current, title.strip()[:_TITLE_MAX], [raw], context=self.message
             )
             self.errors.append(self.error)
+
+    def glog_error(self, raw: str, match: re.Match[str], lineno: int) -> None:
+        """A glog ERROR/FATAL line: a new server error, or a repeat of a recent one."""
+        level, source, words = match.groups()
+        key = f"{level} {source}] {_DIGITS_RE.sub('#', words.strip())}"
+        at = self.glog_time(raw, lineno) or self.current
+        seen = self.glog_errors.get(key)
+        if seen is not None:
+            last = seen.last_at or seen.at
+            if at is None or last is None or at - last < _GLOG_REPEAT_GAP:
+                seen.repeats += 1
+                seen.last_at = at or seen.last_at
+                seen.last_line = lineno
+                return
+        error = _Error(lineno, at, raw[match.start() :].strip()[:_TITLE_MAX], [raw])
+        self.glog_errors[key] = error
+        self.errors.append(error)
 
     def dump_end(self) -> None:
         """The py-spy dump read so far as a stack_dump event at the time of the log line
@@ -664,15 +703,24 @@ class _LogParser:
             kept = error.body_lines()
             body = "\n".join(kept).replace("```", "` ` `")
             symptom = lifecycle.symptom_of(kept, error.context)
+            attrs: dict[str, object] = {"symptom": symptom.value} if symptom is not None else {}
+            if error.repeats:
+                last = f" at {error.last_at.isoformat()}" if error.last_at else ""
+                body += (
+                    f"\n\n(the same line {error.repeats} more times, the last{last}, line "
+                    f"{error.last_line})"
+                )
+                attrs["repeats"] = error.repeats
             out.events.append(
                 EventRecord(
                     kind=EventKind.LOG_ERROR,
                     lane=Lane.SERVER,
                     at=error.at or self.first,
+                    ends_at=error.last_at if error.repeats else None,
                     key=f"{self.file}:{error.line}",
                     title=error.headline(),
                     body=f"```\n{body}\n```",
-                    attrs={"symptom": symptom.value} if symptom is not None else {},
+                    attrs=attrs,
                     line=error.line,
                 )
             )

@@ -216,6 +216,16 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
     # to a paste's file reference, read from its [time] on (a warning).
     "sglang/issue36081_dsv4_swa_glued_prefix.log": ("sglang_log", {"log_span": 1}, 11, 19, 1, None),
     # A progress bar's redraw glued before a Prefill batch [time]; columns cut by the terminal.
+    # PD with Mooncake, quoted with "> ": Mooncake's glog ERROR line is a server error.
+    "sglang/pr4880_mooncake_glog_quoted.log": (
+        "sglang_log",
+        {"log_error": 1, "server_start": 1, "log_span": 1},
+        3,
+        3,
+        0,
+        "E0414 03:56:41.856248 77969 transfer_metadata_plugin.cpp:173] Unexpected code in http "
+        "response, GET http://10.6.131.5:89",
+    ),
     "sglang/pr25960_tqdm_glued_clipped.log": ("sglang_log", {"log_span": 1}, 1, 1, 2, None),
     "sglang/issue18785_tp0_ep0_prefill.log": ("sglang_log", {"log_span": 1}, 3, 3, 0, None),
     "sglang/sglang_jax_pr564_decode_same_second.log": (
@@ -389,13 +399,16 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
         "Scheduler hit an exception: triton.runtime.errors.OutOfResources: out of resource: "
         "shared memory, Required: 131072, Hard",
     ),
+    # Mooncake's glog ERROR line, 22 times in the same millisecond range: one error, its
+    # repeats counted; the traceback the lines interleave goes on past them.
     "sglang/issue6691_interleaved_traceback.log": (
         "sglang_log",
-        {"log_error": 1, "log_span": 1},
+        {"log_error": 2, "log_span": 1},
         0,
         0,
         0,
-        "RuntimeError: Mooncake Transfer Engine Return Error.",
+        "E0528 06:32:54.253180 735017 tcp_transport.cpp:136] Session::writeBody failed. Error: "
+        "Bad address (value: 14), total_tra",
     ),
     "sglang/slurmv4_pd_kvtransfer_failed.log": (
         "sglang_log",
@@ -787,9 +800,15 @@ def test_a_long_traceback_keeps_its_end_and_its_exception() -> None:
 
 
 def test_an_interleaved_traceback_goes_on_past_other_processes_lines() -> None:
-    (error,) = _errors(parse("sglang/issue6691_interleaved_traceback.log"))
+    glog, error = _errors(parse("sglang/issue6691_interleaved_traceback.log"))
     assert error.attrs["symptom"] == "crash"
     assert 'raise RuntimeError("Mooncake Transfer Engine Return Error.")' in error.body
+    assert "tcp_transport.cpp" not in error.body  # the other library's lines are not its own
+    # The C++ library's glog ERROR line: one server error (not a crash), its 21 repeats counted.
+    assert glog.line == 1 and "symptom" not in glog.attrs
+    assert glog.attrs["repeats"] == 21
+    assert glog.ends_at == dt.datetime(2025, 5, 28, 6, 32, 54, 258129, tzinfo=dt.UTC)
+    assert "(the same line 21 more times, the last at 2025-05-28T06:32:54.258129" in glog.body
 
 
 def test_failures_sglang_reports_at_info_are_errors() -> None:
