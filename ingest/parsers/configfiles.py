@@ -24,7 +24,7 @@ from evidence.vocabulary import Scope, Source
 from . import jsontext
 from .markdown import markdown_settings
 from .pyconfig import python_settings
-from .shell import expand_vars, shell_settings
+from .shell import ShellReader, expand_vars, shell_settings
 from .text import key_value
 from .types import UTC, ConfigChangeRecord, ParseError, Setting
 
@@ -291,6 +291,8 @@ class _YamlWalker:
                     self.env_settings.extend(self.env_block(value_node))
                 if key in ("command", "args", "entrypoint"):
                     commands[key] = value_node
+                if key in _SCRIPT_KEYS:
+                    self.env_settings.extend(self.script(value_node))
                 self.walk(value_node, dotted, record=record)
             if commands:
                 self.env_settings.extend(self.launch(commands))
@@ -320,6 +322,21 @@ class _YamlWalker:
             ]
         return []
 
+    def script(self, node: yaml.Node) -> list[Setting]:
+        """Settings of a shell script kept in YAML (dstack's ``commands:``, a CI job's
+        ``script:``, SkyPilot's ``run:``): a string or a list of strings, run in one shell, each
+        line at its own line where the YAML shows it (a ``|`` block starts on the next line)."""
+        parts = node.value if isinstance(node, yaml.SequenceNode) else [node]
+        scripts = [p for p in parts if isinstance(p, yaml.ScalarNode) and isinstance(p.value, str)]
+        if not scripts:
+            return []
+        reader = ShellReader(where=self.path)
+        for part in scripts:
+            block = part.style in ("|", ">")
+            reader.feed(part.value, first_line=part.start_mark.line + 1 + block)
+        settings, _ = reader.result()
+        return settings
+
     def launch(self, commands: Mapping[str, yaml.Node]) -> list[Setting]:
         """Flags of a server launched by a container's ``command``/``args`` (k8s, compose)."""
         words: list[str] = []
@@ -341,6 +358,10 @@ class _YamlWalker:
             Setting(s.key, s.value, s.scope, f"{self.path}:{line}", s.condition)
             for s in shell_settings(shlex.join(words), where=self.path)
         ]
+
+
+# YAML keys holding a shell script run as is (dstack, GitLab CI, SkyPilot, GitHub Actions).
+_SCRIPT_KEYS = frozenset({"commands", "script", "run"})
 
 
 def _splits(value: str) -> bool:

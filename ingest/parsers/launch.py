@@ -1,6 +1,8 @@
 """Server launch commands: which commands start a model server, and what they pass it.
 
-Pure. A launch is, after wrappers (``exec``, ``nohup``, ``sudo``, ``env A=1``, ``numactl ...``):
+Pure. A launch is, after wrappers (``exec``, ``nohup``, ``sudo``, ``env A=1``, ``numactl ...``,
+``timeout 600``, a profiler or job launcher with options of its own: ``nsys profile ...``,
+``srun ...``, ``mpirun ...``):
 
 * ``python -m sglang.launch_server ...``, ``python -m vllm.entrypoints.openai.api_server ...``,
   ``python -m dynamo.sglang ...`` and ``python launch_server.py ...``; any other module
@@ -76,6 +78,18 @@ _DOCKER_VALUE_OPTIONS = frozenset(
      "--oom-score-adj", "--shm", "--network-alias", "--init-path"}
 )  # fmt: skip
 _SUDO_VALUE_OPTIONS = frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"})
+_TIMEOUT_VALUE_OPTIONS = frozenset({"-s", "--signal", "-k", "--kill-after"})
+# Programs that run a command after options of their own, too many to list (profilers, job
+# launchers): `nsys profile -o out --delay 300 python3 -m sglang.launch_server ...`,
+# `srun --nodes=2 --ntasks-per-node=1 python ...`. The command starts at the first word that
+# starts a server (an interpreter, `sglang serve`, a server program, a container run).
+_RUNNERS = {
+    "nsys": frozenset({"profile", "launch"}),
+    "ncu": frozenset(),
+    "srun": frozenset(),
+    "mpirun": frozenset(),
+    "mpiexec": frozenset(),
+}
 
 
 @dataclass(frozen=True)
@@ -100,8 +114,8 @@ def find_launch(words: Sequence[Word]) -> Launch | None:
         return _python_launch(words, i, env)
     if base in _SERVE_SUBCOMMANDS and nxt == "serve":
         args = words[i + 2 :]
-        if base == "vllm":
-            args = _model_as_flag(args)
+        # (`sglang serve MODEL` reads its positional as --model-path, as vllm's as --model.)
+        args = _model_as_flag(args)
         return Launch(f"{base} serve", tuple(args), tuple(env))
     if base in _SERVER_PROGRAMS:
         args = words[i + 1 :]
@@ -126,6 +140,8 @@ def _model_as_flag(args: Sequence[Word]) -> Sequence[Word]:
     """
     if not args or _is_flag(args[0].text) or not any(c.isalnum() for c in args[0].text):
         return args
+    if args[0].placeholder or args[0].text.startswith("<"):
+        return args  # `sglang serve <use args below>`: text for the reader, not a model
     # One `--model=MODEL` word, so that a second positional is not read as part of its value.
     return [replace(args[0], text=f"--model={args[0].text}"), *args[1:]]
 
@@ -166,6 +182,25 @@ def _skip_wrappers(words: Sequence[Word], i: int, env: list[Word]) -> int:
             if word == "taskset" and i < n and not words[i].text.startswith("-"):
                 i += 1  # the CPU mask
             continue
+        if word == "timeout":
+            i += 1
+            while i < n and words[i].text.startswith("-"):
+                glued = "=" in words[i].text or words[i].text not in _TIMEOUT_VALUE_OPTIONS
+                i += 1 if glued else 2
+            i += 1  # the duration
+            continue
+        if word in _RUNNERS:
+            subcommands = _RUNNERS[word]
+            i += 1
+            if subcommands:
+                if i >= n or words[i].text not in subcommands:
+                    return n  # `nsys stats report.nsys-rep`: no command
+                i += 1
+            start = next((j for j in range(i, n) if _starts_server(words, j)), None)
+            if start is None:
+                return n
+            i = start
+            continue
         if word in ("uv", "poetry", "pipenv") and i + 1 < n and words[i + 1].text == "run":
             i += 2
             continue
@@ -176,6 +211,18 @@ def _skip_wrappers(words: Sequence[Word], i: int, env: list[Word]) -> int:
             continue
         return i
     return i
+
+
+def _starts_server(words: Sequence[Word], i: int) -> bool:
+    """Whether the command words[i:] could be a launch (what find_launch goes on to read)."""
+    base = posixpath.basename(words[i].text)
+    nxt = words[i + 1].text if i + 1 < len(words) else ""
+    return bool(
+        _PYTHON.fullmatch(base)
+        or (base in _SERVE_SUBCOMMANDS and nxt == "serve")
+        or base in _SERVER_PROGRAMS
+        or (base in _CONTAINER_PROGRAMS and nxt == "run")
+    )
 
 
 def _python_launch(words: Sequence[Word], i: int, env: list[Word]) -> Launch | None:

@@ -355,3 +355,32 @@ def test_story_launch_script_commit_introduces_the_ctas_setting() -> None:
     assert [(c.key, c.old, c.new, c.scope) for c in changes] == [
         ("SGLANG_SM120_MMA_TARGET_CTAS", None, "512", "env")
     ]
+
+
+def test_a_shell_script_kept_in_yaml_is_read_as_the_shell_reads_it() -> None:
+    """dstack's ``commands:`` (a list of scripts run in one shell), as in dstack's DeepSeek-V4
+    example: the launch's flags and the env list, each at its own line."""
+    text = (
+        "type: service\n"
+        "name: deepseek-v4\n"
+        "env:\n"
+        "  - SGLANG_JIT_DEEPGEMM_PRECOMPILE=0\n"
+        "commands:\n"
+        "  - export SGLANG_ENABLE_PDL=1\n"
+        "  - |\n"
+        "    sglang serve \\\n"
+        "      --model-path deepseek-ai/DeepSeek-V4-Pro \\\n"
+        "      --tp 8\n"
+        "port: 30000\n"
+    )
+    env_and_flags = [
+        (x.key, x.value, x.where)
+        for x in extract_settings(".dstack.yml", text)
+        if x.scope in ("env", "flag")
+    ]
+    assert env_and_flags == [
+        ("SGLANG_JIT_DEEPGEMM_PRECOMPILE", "0", ".dstack.yml:4"),
+        ("SGLANG_ENABLE_PDL", "1", ".dstack.yml:6"),
+        ("--model-path", "deepseek-ai/DeepSeek-V4-Pro", ".dstack.yml:9"),
+        ("--tp", "8", ".dstack.yml:10"),
+    ]

@@ -483,3 +483,30 @@ def test_expansions_nested_too_deep_are_a_parse_error_at_their_line() -> None:
         2,
         "expected expansions nested a few levels deep; this command nests too deep",
     )
+
+
+def test_a_launch_under_a_profiler_a_timeout_or_a_job_launcher_is_read_without_their_options() -> (
+    None
+):
+    """Shapes from public guides: a launch profiled with Nsight Systems (its own options before
+    the command), bounded by ``timeout``, or started by ``srun``; their options are not the
+    server's."""
+    nsys = (
+        "nsys profile -t cuda,nvtx,osrt -o sglang.out --delay 300 --duration 70 "
+        f"{LAUNCH} --model deepseek-ai/DeepSeek-R1 --tp 8\n"
+    )
+    assert sh(nsys) == [("--model", "deepseek-ai/DeepSeek-R1"), ("--tp", "8")]
+    assert sh(f"timeout 600 {LAUNCH} --tp 8\n") == [("--tp", "8")]
+    assert sh("timeout -s KILL --preserve-status 10m sglang serve --tp 2\n") == [("--tp", "2")]
+    assert sh(f"srun --nodes=2 -n 2 --ntasks-per-node 1 {LAUNCH} --tp 16\n") == [("--tp", "16")]
+    # Their other uses launch nothing.
+    assert sh("nsys stats report.nsys-rep\nmpirun -np 2 python bench.py --tp 4\n") == []
+
+
+def test_sglang_serve_reads_its_positional_model_as_the_model_path() -> None:
+    """``sglang serve deepseek-ai/DeepSeek-V4-Flash --tp 4`` (SGLang's DeepSeek-V4 cookbook):
+    the model is a setting as ``--model`` (the server's ``model_path``)."""
+    assert sh("sglang serve deepseek-ai/DeepSeek-V4-Flash --tp 4\n") == [
+        ("--model", "deepseek-ai/DeepSeek-V4-Flash"),
+        ("--tp", "4"),
+    ]
