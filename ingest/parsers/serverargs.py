@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 import re
 
+from . import secrets
+
 MARK = "server_args=ServerArgs("
 
 _NAME_VALUE = re.compile(r"\s*([A-Za-z_]\w*)=(.*\S)\s*", re.DOTALL)
@@ -63,7 +65,8 @@ def read(text: str, start: int = 0) -> dict[str, str]:
         name, value = match.group(1), match.group(2)
         if name in fields:
             raise ServerArgsError(offset + 1, f"the field {name} is given twice")
-        fields[name] = value
+        # (api_key='sk-...': a secret keeps only its fingerprint, secrets.py)
+        fields[name] = secrets.hide(name, value) or value
     return fields
 
 

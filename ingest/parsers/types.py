@@ -14,6 +14,8 @@ from typing import Any
 
 from evidence.vocabulary import EventKind, Lane, Scope, SettingAttrs, Source
 
+from . import secrets
+
 UTC = dt.UTC
 
 
@@ -85,6 +87,10 @@ class Setting:
     # servers, alternative launches): "" for the only launch and for what all launches share.
     profile: str = ""
 
+    def __post_init__(self) -> None:
+        # A token or a password never reaches the store, only its fingerprint (secrets.py).
+        object.__setattr__(self, "value", secrets.hide(self.key, self.value))
+
     def as_attrs(self) -> SettingAttrs:
         """The setting as a doc event stores it (``attrs["settings"]``)."""
         return {
@@ -115,6 +121,10 @@ class ConfigChangeRecord:
     where: str = ""
     condition: str = ""
     note: str = ""  # free text, e.g. the changelog item's words
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "old", secrets.hide(self.key, self.old))
+        object.__setattr__(self, "new", secrets.hide(self.key, self.new))
 
 
 # --- metrics ------------------------------------------------------------
