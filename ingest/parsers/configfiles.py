@@ -15,6 +15,7 @@ import re
 import shlex
 import tomllib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
@@ -242,7 +243,9 @@ def _yaml_settings(path: str, text: str, *, launches_only: bool = False) -> list
         documents = [d for d in yaml.compose_all(text, Loader=_YAML_LOADER) if d is not None]
         walker = _YamlWalker(path, multi=len(documents) > 1)
         for index, document in enumerate(documents):
+            walker.unit = walker.doc_unit = None  # each document is a unit of its own
             walker.walk(document, f"{index}" if walker.multi else "")
+        walker.name_launches(launches_only=launches_only)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         what = exc.problem or exc.context or "a well-formed document"
@@ -257,6 +260,18 @@ def _yaml_settings(path: str, text: str, *, launches_only: bool = False) -> list
     return walker.env_settings if launches_only else walker.settings + walker.env_settings
 
 
+@dataclass
+class _Unit:
+    """One part of a manifest that deploys one thing: a list item (a role of a RoleBasedGroup,
+    a container, a k8s List's resource), a compose service, or else the document. Its launches,
+    each with the keys above it and the container it is in, and its environment blocks."""
+
+    name: str
+    line: int
+    launches: list[tuple[tuple[str, ...], int, list[Setting]]] = field(default_factory=list)
+    env: list[tuple[int, list[Setting]]] = field(default_factory=list)
+
+
 class _YamlWalker:
     """Flattens YAML nodes to dotted keys, keeping each value's line for ``where``."""
 
@@ -266,6 +281,78 @@ class _YamlWalker:
         self.settings: list[Setting] = []
         self.env_settings: list[Setting] = []
         self.constructor = yaml.SafeLoader("")
+        self.units: list[_Unit] = []
+        self.unit: _Unit | None = None  # the unit being walked
+        self.doc_unit: _Unit | None = None  # the document's, for what lies in no unit
+        self.keys: tuple[str, ...] = ()  # the mapping keys above the node being walked
+
+    def _enter(self, node: yaml.Node) -> _Unit:
+        name = ""
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if (
+                    isinstance(key_node, yaml.ScalarNode)
+                    and key_node.value == "name"
+                    and isinstance(value_node, yaml.ScalarNode)
+                ):
+                    name = str(value_node.value)
+        unit = _Unit(name=name, line=node.start_mark.line + 1)
+        self.units.append(unit)
+        return unit
+
+    def _in_unit(self, node: yaml.Node, walk: Any) -> None:
+        """Walk ``node`` inside a unit: a new one when none is open."""
+        if self.unit is not None:
+            walk()
+            return
+        self.unit = self._enter(node)
+        try:
+            walk()
+        finally:
+            self.unit = None
+
+    def name_launches(self, *, launches_only: bool) -> None:
+        """Several launches in one manifest (prefill and decode roles, a leader and its
+        workers): each is a profile of its own, with the environment of its container and of
+        its unit; a unit's environment that reaches no launch is no server's (a router's) and is
+        left out of a doc's block (``launches_only``). One launch: nothing changes."""
+        launches = [(u, launch) for u in self.units for launch in u.launches]
+        if len(launches) < 2:
+            return
+        bases = []
+        for unit, (keys, _container, settings) in launches:
+            flags = {x.key: x.value for x in settings if x.scope == Scope.FLAG}
+            base = flags.get("--disaggregation-mode") or unit.name or f"launch at line {unit.line}"
+            # A LeaderWorkerSet's leaderTemplate / workerTemplate (or a RoleBasedGroup role's
+            # patchLeaderTemplate / patchWorkerTemplate): which of the group this one is.
+            role = next(
+                (r for k in reversed(keys) for r in ("leader", "worker") if r in k.lower()), ""
+            )
+            bases.append((str(base), role))
+        names: list[str] = []
+        seen: dict[str, int] = {}
+        for base, role in bases:
+            name = base
+            if sum(b == base for b, _ in bases) > 1 and role:
+                name = f"{base} {role}"
+            seen[name] = seen.get(name, 0) + 1
+            names.append(name if seen[name] == 1 else f"{name} {seen[name]}")
+        named: list[Setting] = []
+        for (unit, (_keys, container, settings)), name in zip(launches, names, strict=True):
+            env = [
+                x
+                for at, block in unit.env
+                if at == container or all(at != c for _, c, _ in unit.launches)
+                for x in block
+            ]
+            named.extend(replace(x, profile=name) for x in [*env, *settings])
+        # Environment of units that launch nothing.
+        idle = (
+            []
+            if launches_only
+            else [x for u in self.units if not u.launches for _, b in u.env for x in b]
+        )
+        self.env_settings = idle + named
 
     def value(self, node: yaml.Node) -> Any:
         return self.constructor.construct_object(node, deep=True)
@@ -282,31 +369,65 @@ class _YamlWalker:
         if isinstance(node, yaml.MappingNode):
             self.constructor.flatten_mapping(node)  # resolves `<<: *anchor` merges
             commands: dict[str, yaml.Node] = {}
+            here = node.start_mark.line + 1  # the container (mapping) a launch or env is in
             for key_node, value_node in node.value:
                 if not isinstance(key_node, yaml.ScalarNode):
                     continue
                 key = str(key_node.value)
                 dotted = f"{prefix}.{key}" if prefix else key
                 if key in ("env", "environment"):
-                    self.env_settings.extend(self.env_block(value_node))
+                    self._env(here, self.env_block(value_node))
                 if key in ("command", "args", "entrypoint"):
                     commands[key] = value_node
                 if key in _SCRIPT_KEYS:
-                    self.env_settings.extend(self.script(value_node))
-                self.walk(value_node, dotted, record=record)
+                    self._launched(here, self.script(value_node))
+                keys = self.keys
+                self.keys = (*keys, key)
+                try:
+                    if self.keys[-2:-1] == ("services",) and self.unit is None:
+                        # A compose service is a unit of its own.
+                        self._in_unit(
+                            value_node,
+                            lambda v=value_node, d=dotted: self.walk(v, d, record=record),
+                        )
+                    else:
+                        self.walk(value_node, dotted, record=record)
+                finally:
+                    self.keys = keys
             if commands:
-                self.env_settings.extend(self.launch(commands))
+                self._launched(here, self.launch(commands))
         elif isinstance(node, yaml.SequenceNode):
             if record:
                 self.settings.append(
                     Setting(prefix, _render(self.value(node)), Scope.FILE, self.where(node))
                 )
             for item in node.value:
-                self.walk(item, prefix, record=False)
+                self._in_unit(item, lambda i=item: self.walk(i, prefix, record=False))
         elif isinstance(node, yaml.ScalarNode) and prefix and record:
             self.settings.append(
                 Setting(prefix, _render(self.value(node)), Scope.FILE, self.where(node))
             )
+
+    def _env(self, container: int, settings: list[Setting]) -> None:
+        self.env_settings.extend(settings)
+        if settings:
+            unit = self.unit or self._document_unit()
+            unit.env.append((container, settings))
+
+    def _launched(self, container: int, settings: list[Setting]) -> None:
+        self.env_settings.extend(settings)
+        if any(x.scope == Scope.FLAG for x in settings):
+            unit = self.unit or self._document_unit()
+            unit.launches.append((self.keys, container, settings))
+        elif settings:
+            (self.unit or self._document_unit()).env.append((container, settings))
+
+    def _document_unit(self) -> _Unit:
+        """What lies outside any list item or service: the document's own unit."""
+        if self.doc_unit is None:
+            self.doc_unit = _Unit(name="", line=1)
+            self.units.append(self.doc_unit)
+        return self.doc_unit
 
     def env_block(self, node: yaml.Node) -> list[Setting]:
         """A k8s ``env:`` list or a compose ``environment:`` map or list, each entry at its line."""

@@ -318,6 +318,8 @@ def flag_values(words: Sequence[Word]) -> list[tuple[str, str, int]]:
             continue
         values: list[str] = []
         while k < len(words) and not _is_flag(words[k].text):
+            if values and words[k].placeholder:
+                break  # `--model-path m <other args>`: the reader's part, not this flag's
             values.append(words[k].text)
             k += 1
         out.append((word, " ".join(values) if values else "true", line))

@@ -146,7 +146,9 @@ def document_settings(tokens: Sequence[Token], path: str) -> tuple[list[Setting]
 def _yaml_block_settings(token: Token, path: str, heading: str) -> list[Setting]:
     """A YAML block's containers' environment and server flags (configfiles reads manifests);
     one profile, named as a shell launch is (its disaggregation mode, else its section), when
-    it launches a server, since its values are that server's and not the whole document's."""
+    it launches a server, since its values are that server's and not the whole document's; a
+    block with several launches (prefill and decode roles, a leader and its workers) has one
+    profile per launch, each with its own container's environment."""
     from .configfiles import yaml_launch_settings  # (configfiles reads Markdown through here)
 
     first_line = fence_body_line(token)
@@ -154,6 +156,8 @@ def _yaml_block_settings(token: Token, path: str, heading: str) -> list[Setting]
     flags = {s.key: s.value for s in settings if s.scope == Scope.FLAG}
     if not flags:
         return settings
+    if any(s.profile for s in settings):
+        return settings  # several launches, each a profile already (configfiles.name_launches)
     name = flags.get("--disaggregation-mode") or heading or f"yaml block at line {first_line}"
     return [replace(s, profile=name) for s in settings]
 

@@ -384,3 +384,130 @@ def test_a_shell_script_kept_in_yaml_is_read_as_the_shell_reads_it() -> None:
         ("--model-path", "deepseek-ai/DeepSeek-V4-Pro", ".dstack.yml:9"),
         ("--tp", "8", ".dstack.yml:10"),
     ]
+
+
+RBG = """\
+apiVersion: workloads.x-k8s.io/v1alpha1
+kind: RoleBasedGroup
+spec:
+  roles:
+    - name: prefill
+      leaderWorkerSet:
+        patchLeaderTemplate:
+          spec:
+            containers:
+            - command: [python3, -m, sglang.launch_server, --disaggregation-mode, prefill,
+                        --chunked-prefill-size, "131072", --deepep-mode, normal]
+      template:
+        spec:
+          containers:
+          - name: sglang
+            env:
+            - name: SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT
+              value: "1000"
+    - name: decode
+      leaderWorkerSet:
+        patchLeaderTemplate:
+          spec:
+            containers:
+            - command: [python3, -m, sglang.launch_server, --disaggregation-mode, decode,
+                        --dp-size, "8"]
+        patchWorkerTemplate:
+          spec:
+            containers:
+            - command: [python3, -m, sglang.launch_server, --disaggregation-mode, decode,
+                        --dp-size, "32"]
+      template:
+        spec:
+          containers:
+          - name: sglang
+            env:
+            - name: MC_TE_METRIC
+              value: "true"
+    - name: router
+      template:
+        spec:
+          containers:
+          - name: router
+            command: [python3, -m, sglang_router.launch_router, --pd-disaggregation]
+            env:
+            - name: ROUTER_ONLY
+              value: "1"
+"""
+
+
+def test_each_launch_of_a_multi_role_manifest_is_a_profile_with_its_own_environment() -> None:
+    """A RoleBasedGroup (the shape of SGLang's rbg PD guide): prefill and decode roles, decode
+    with a leader and a worker whose flags differ. Each launch is a profile with its role's
+    environment; read as one they had merged, the last value of each flag winning (the
+    prefill's chunked prefill size and deepep mode were lost, its env credited to decode)."""
+    from ingest.parsers.configfiles import yaml_launch_settings
+
+    got = {(x.profile, x.key, x.value) for x in yaml_launch_settings("d.md", RBG, first_line=10)}
+    assert {
+        ("prefill", "--disaggregation-mode", "prefill"),
+        ("prefill", "--chunked-prefill-size", "131072"),
+        ("prefill", "--deepep-mode", "normal"),
+        ("prefill", "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT", "1000"),
+        ("decode leader", "--dp-size", "8"),
+        ("decode worker", "--dp-size", "32"),
+        ("decode leader", "MC_TE_METRIC", "true"),
+        ("decode worker", "MC_TE_METRIC", "true"),
+    } <= got
+    assert not [g for g in got if g[0] == "prefill" and g[1] in ("--dp-size", "MC_TE_METRIC")]
+    assert not [g for g in got if g[1] == "ROUTER_ONLY"]  # a router is no server
+    # The same manifest in a repository: each launch apart too, diffed per profile.
+    in_repo = extract_settings("k8s/rbg.yaml", RBG)
+    assert ("decode worker", "--dp-size", "32") in {(x.profile, x.key, x.value) for x in in_repo}
+    assert ("", "ROUTER_ONLY", "1") in {(x.profile, x.key, x.value) for x in in_repo}
+    before = [x for x in in_repo if x.key != "--dp-size" or x.profile != "decode worker"]
+    (change,) = diff_settings(
+        before, in_repo, at=dt.datetime(2026, 11, 20, tzinfo=UTC), source="repo", ref="abc"
+    )
+    assert (change.key, change.old, change.new) == ("--dp-size", None, "32")
+    assert "decode worker" in change.condition
+
+
+def test_a_leader_and_its_workers_and_two_compose_services_are_launches_apart() -> None:
+    lws = """\
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+spec:
+  leaderWorkerTemplate:
+    leaderTemplate:
+      spec:
+        containers:
+        - command: [python3, -m, sglang.launch_server, --disaggregation-mode, prefill,
+                    --node-rank, "0"]
+          env:
+          - {name: MC_TE_METRIC, value: "false"}
+    workerTemplate:
+      spec:
+        containers:
+        - command: [python3, -m, sglang.launch_server, --disaggregation-mode, prefill,
+                    --node-rank, "1"]
+          env:
+          - {name: MC_TE_METRIC, value: "true"}
+"""
+    got = {(x.profile, x.key, x.value) for x in extract_settings("lws.yaml", lws)}
+    assert {
+        ("prefill leader", "MC_TE_METRIC", "false"),
+        ("prefill worker", "MC_TE_METRIC", "true"),
+        ("prefill leader", "--node-rank", "0"),
+        ("prefill worker", "--node-rank", "1"),
+    } <= got
+    compose = """\
+services:
+  prefill:
+    command: python3 -m sglang.launch_server --disaggregation-mode prefill --tp 8
+    environment: {SGLANG_PREFILL_ONLY: "1"}
+  decode:
+    command: python3 -m sglang.launch_server --disaggregation-mode decode --tp 16
+"""
+    got = {(x.profile, x.key, x.value) for x in extract_settings("compose.yaml", compose)}
+    assert {
+        ("prefill", "--tp", "8"),
+        ("prefill", "SGLANG_PREFILL_ONLY", "1"),
+        ("decode", "--tp", "16"),
+    } <= got
+    assert ("decode", "SGLANG_PREFILL_ONLY", "1") not in got

@@ -510,3 +510,22 @@ def test_sglang_serve_reads_its_positional_model_as_the_model_path() -> None:
         ("--model", "deepseek-ai/DeepSeek-V4-Flash"),
         ("--tp", "4"),
     ]
+
+
+def test_a_placeholder_after_a_flags_value_is_not_part_of_it() -> None:
+    """SGLang's DeepSeek-V4 cookbook: ``--model-path deepseek-ai/DeepSeek-V4-Flash \\`` then
+    ``<other args>`` on the next line."""
+    text = (
+        "SGLANG_DSV4_COMPRESS_STATE_DTYPE=bf16 \\\n"
+        "sglang serve \\\n"
+        "  --model-path deepseek-ai/DeepSeek-V4-Flash \\\n"
+        "  <other args>\n"
+    )
+    assert sh(text) == [
+        ("SGLANG_DSV4_COMPRESS_STATE_DTYPE", "bf16"),
+        ("--model-path", "deepseek-ai/DeepSeek-V4-Flash"),
+    ]
+    assert sh("sglang serve --cuda-graph-bs 1 2 4 --port <port>\n") == [
+        ("--cuda-graph-bs", "1 2 4"),
+        ("--port", "<port>"),
+    ]
