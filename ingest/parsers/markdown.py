@@ -91,7 +91,9 @@ def markdown_settings(text: str, *, path: str) -> list[Setting]:
 def document_settings(tokens: Sequence[Token], path: str) -> tuple[list[Setting], list[str]]:
     """The settings of a tokenised document, and warnings (blocks skipped, flag lines joined to
     the command above, variables that reach no launch). Shell blocks are read in order as one
-    shell session (:mod:`.shell`): one profile per server launch; table rows are the document's
+    shell session (:mod:`.shell`), except that a section which launched a server leaves its
+    variables behind at the next heading of its level (ShellReader.section: alternatives do
+    not share exports): one profile per server launch; table rows are the document's
     own (profile ""). An unlabelled block that plainly is another language (BibTeX, JSON,
     XML/HTML, YAML) is skipped: read as shell, ``author={X},`` would be an assignment."""
     tables: list[Setting] = []
@@ -103,6 +105,7 @@ def document_settings(tokens: Sequence[Token], path: str) -> tuple[list[Setting]
         token = tokens[i]
         if token.type == "heading_open" and i + 1 < len(tokens):
             heading = plain_text(tokens[i + 1]).strip()
+            reader.section(int(token.tag[1:]) if token.tag[1:].isdigit() else 1)
         elif token.type == "fence":
             lang = _fence_language(token.info)
             other = _other_language(token.content) if lang == "" else ""

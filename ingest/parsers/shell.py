@@ -126,6 +126,26 @@ class ShellReader(BranchesMixin, AssignmentsMixin):
         if saved is not None:
             self.vars, self.allexport = saved
 
+    def section(self, level: int) -> None:
+        """A heading of ``level`` begins a section. The sections it closes (its level or
+        deeper) that launched a server were a recipe of their own, one of the document's
+        alternatives (``1 x Atlas``, then ``2 x Atlas``): what they exported is not in force in
+        the next; a section that only set variables (``## Environment`` before ``## Launch``)
+        leaves them set, as a reader following the document would."""
+        while self.sections and self.sections[-1][0] >= level:
+            _, vars_before, allexport, launches_before = self.sections.pop()
+            if len(self.launches) > launches_before:
+                # (what it exported after its last launch reached none: still said, at the end)
+                before = {id(alt.setting) for alts in vars_before.values() for alt in alts}
+                last = max(launch.line for launch in self.launches[launches_before:])
+                self.left_behind.extend(
+                    x
+                    for x in self._in_force(exported_only=True)
+                    if id(x) not in before and _line(x) > last
+                )
+                self.vars, self.allexport = vars_before, allexport
+        self.sections.append((level, copy_vars(self.vars), self.allexport, len(self.launches)))
+
     # --- output -----------------------------------------------------------------------------
 
     def result(self) -> tuple[list[Setting], list[str]]:
@@ -172,6 +192,7 @@ class ShellReader(BranchesMixin, AssignmentsMixin):
                 for s in self._in_force(exported_only=True)
                 if id(s) not in reached and _line(s) > last
             }
+            | {s.key for s in self.left_behind if id(s) not in reached}
         )
         if not late:
             return []

@@ -98,6 +98,10 @@ class ShellState:
         self.pending_function = ""
         self.heading = ""
         self.lines = {}
+        # The sections open at this point of a document: (heading level, the variables and
+        # allexport before it, the launches made before it).
+        self.sections: list[tuple[int, Vars, bool, int]] = []
+        self.left_behind: list[Setting] = []  # exports of closed sections that reached no launch
 
     @property
     def active(self) -> bool:

@@ -435,7 +435,8 @@ def test_several_launches_are_kept_apart_as_profiles() -> None:
     assert ("MODEL", "/m", "", "") in rows and ("SGLANG_ENABLE_PDL", "1", "", "") in rows
     assert ("--tp", "8", "", "prefill") in rows
     assert ("--tp", "16", "", "decode") in rows
-    assert ("DECODE_ONLY", "1", "", "Pure TP") in rows  # exported before the later launches
+    # The Decode section launched a server: its export stays there, not in the Alternatives.
+    assert ("DECODE_ONLY", "1", "", "Pure TP") not in rows
     assert ("DECODE_ONLY", "1", "", "prefill") not in rows
     assert ("--dp", "8", "", "With DP") in rows
     assert ("DECODE_ONLY", "1", "", "decode") in rows
@@ -529,3 +530,31 @@ def test_a_placeholder_after_a_flags_value_is_not_part_of_it() -> None:
         ("--cuda-graph-bs", "1 2 4"),
         ("--port", "<port>"),
     ]
+
+
+def test_exports_of_an_alternative_section_that_launched_do_not_reach_the_next() -> None:
+    """SGLang's Ascend NPU guide: "1 x Atlas" (exports, a launch), then "2 x Atlas" (other
+    exports, its own launches). The first section's exports had reached the second's prefill
+    launch, which sets none of them. A section that only sets variables still carries them on,
+    and an export that reaches no launch is still said."""
+    doc = (
+        "## Examples\n\n"
+        + block("export MODEL_PATH=/models/ds\n")
+        + "### 1 x Atlas\n\n"
+        + block(f"export SGLANG_ENABLE_SPEC_V2=1\n{LAUNCH} --model-path $MODEL_PATH --tp 16\n"
+                "export AFTER_ONLY=1\n")
+        + "### 2 x Atlas\n\n"
+        + block(f"{LAUNCH} --model-path $MODEL_PATH --disaggregation-mode prefill --tp 8\n")
+        + block(f"export SGLANG_ENABLE_SPEC_V2=1\n{LAUNCH} --disaggregation-mode decode --tp 8\n")
+    )  # fmt: skip
+    rows = full(doc)
+    assert ("SGLANG_ENABLE_SPEC_V2", "1", "", "1 x Atlas") in rows
+    assert ("SGLANG_ENABLE_SPEC_V2", "1", "", "decode") in rows
+    assert not [r for r in rows if r[0] == "SGLANG_ENABLE_SPEC_V2" and r[3] == "prefill"]
+    # The parent section's variable reaches both sections' launches.
+    assert ("--model-path", "/models/ds", "", "1 x Atlas") in rows
+    assert ("--model-path", "/models/ds", "", "prefill") in rows
+    from ingest.parsers.markdown import document_settings, tokenize
+
+    _, warnings = document_settings(tokenize(doc), "d.md")
+    assert any("reach no launch" in w and "AFTER_ONLY" in w for w in warnings)
