@@ -125,7 +125,9 @@ def document_settings(tokens: Sequence[Token], path: str) -> tuple[list[Setting]
                 )
                 first_line = fence_body_line(token)
                 try:
+                    content, noted = continued_past_notes(content, first_line=first_line, path=path)
                     content, joined = join_dangling_flags(content, first_line=first_line, path=path)
+                    joined = noted + joined
                     reader.feed(
                         content,
                         first_line=first_line,
@@ -166,6 +168,21 @@ def _yaml_block_settings(token: Token, path: str, heading: str) -> list[Setting]
 
 
 _LONG_FLAG = re.compile(r"--[A-Za-z]")
+# A line continuation with a note after it: `--model-path m \ # <- here` (SGLang's AMD guide).
+_NOTE_AFTER_BACKSLASH = re.compile(r"(?<=\s)\\[ \t]+#[^\n]*$", re.MULTILINE)
+
+
+def continued_past_notes(text: str, *, first_line: int, path: str) -> tuple[str, list[str]]:
+    """The block with a note after a line's continuing backslash taken off, and a warning for
+    each: the writer marked a line of a wrapped command (``\\ # <- here``); a shell would take
+    the backslash as escaping the space and end the command at the note, dropping the flags
+    below it."""
+    warnings = [
+        f"{path}:{first_line + text.count(chr(10), 0, m.start())}: read `{m.group(0).strip()}` "
+        "as a line continuation with a note after it"
+        for m in _NOTE_AFTER_BACKSLASH.finditer(text)
+    ]
+    return _NOTE_AFTER_BACKSLASH.sub(lambda _: "\\", text), warnings
 
 
 def join_dangling_flags(text: str, *, first_line: int, path: str) -> tuple[str, list[str]]:

@@ -53,6 +53,9 @@ __all__ = ["ShellReader", "expand_vars", "shell_settings"]
 _ARRAY = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)(\+?)=\((.*)\)\s*$", re.DOTALL)
 _DECLARE = frozenset({"export", "readonly", "declare", "typeset", "local"})
 _TESTS = frozenset({"[", "[[", "test"})
+_ALIAS_NAME = re.compile(r"[A-Za-z_][\w.-]*")
+# The command's name at the start of its text (after blanks): what an alias replaces.
+_COMMAND_NAME = re.compile(r"(\s*)([A-Za-z_][\w.-]*)(?=\s|$)")
 
 
 def expand_vars(text: str, env: Mapping[str, str]) -> str:
@@ -228,6 +231,7 @@ class ShellReader(BranchesMixin, AssignmentsMixin):
             return
         if not self.active:
             return
+        text = self._alias_expanded(text)
         array = _ARRAY.match(text)
         if array is not None:
             self._array(array, line)
@@ -242,6 +246,16 @@ class ShellReader(BranchesMixin, AssignmentsMixin):
             return
         self.previous = None
         self._simple(variants, chained if isinstance(chained, str) else "", line)
+
+    def _alias_expanded(self, text: str) -> str:
+        """The command with an alias the text defined before (``alias drun='docker run ...'``,
+        SGLang's AMD guide) replaced by its text, as an interactive shell would."""
+        if not self.aliases:
+            return text
+        match = _COMMAND_NAME.match(text)
+        if match is None or match.group(2) not in self.aliases:
+            return text
+        return f"{match.group(1)}{self.aliases[match.group(2)]}{text[match.end() :]}"
 
     def _chain(self, command: Command) -> str | bool | None:
         """For ``[ test ] && cmd`` / ``||``: False when the test decides the command does not
@@ -275,6 +289,12 @@ class ShellReader(BranchesMixin, AssignmentsMixin):
             for word in words[idx + 1 :]:
                 if NAME.fullmatch(word.text):
                     self.vars.pop(word.text, None)
+            return
+        if program == "alias":
+            for word in words[idx + 1 :]:
+                name, eq, value = word.text.partition("=")
+                if eq and _ALIAS_NAME.fullmatch(name):
+                    self.aliases[name] = value.replace("\\\n", " ")
             return
         if program == "set" and any(w.text in ("-a", "allexport") for w in words[idx + 1 :]):
             self.allexport = True

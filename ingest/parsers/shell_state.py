@@ -102,6 +102,7 @@ class ShellState:
         # allexport before it, the launches made before it).
         self.sections: list[tuple[int, Vars, bool, int]] = []
         self.left_behind: list[Setting] = []  # exports of closed sections that reached no launch
+        self.aliases: dict[str, str] = {}  # `alias drun='docker run ...'`: name -> its text
 
     @property
     def active(self) -> bool:

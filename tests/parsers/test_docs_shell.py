@@ -558,3 +558,33 @@ def test_exports_of_an_alternative_section_that_launched_do_not_reach_the_next()
 
     _, warnings = document_settings(tokenize(doc), "d.md")
     assert any("reach no launch" in w and "AFTER_ONLY" in w for w in warnings)
+
+
+def test_an_alias_the_doc_defines_is_expanded_and_a_note_after_a_backslash_is_read_past() -> None:
+    """SGLang's AMD guide: ``alias drun='docker run ... \\`` (over several lines) in one block,
+    then ``drun ... sglang_image python3 -m sglang.launch_server ...``; and a wrapped launch with
+    ``--model-path deepseek-ai/DeepSeek-V3 \\ # <- here`` marking one of its lines. Both had
+    given no settings (the second one a model path with trailing blanks, its other flags
+    dropped without a word)."""
+    doc = (
+        "## Setup\n\n"
+        + block("alias drun='docker run -it --rm --network=host \\\n  --ipc=host -v /d:/d'\n")
+        + "## Launch\n\n"
+        + block(
+            "drun -p 30000:30000 \\\n"
+            '    --env "HF_HOME=/data/hf" \\\n'
+            "    sglang_image \\\n"
+            f"    {LAUNCH} \\\n"
+            "    --model-path deepseek-ai/DeepSeek-V3 \\ # <- here\n"
+            "    --tp 8 \\\n"
+            "    --port 30000\n"
+        )
+    )  # fmt: skip
+    rows = full(doc)
+    assert ("--model-path", "deepseek-ai/DeepSeek-V3", "", "") in rows
+    assert ("--tp", "8", "", "") in rows and ("--port", "30000", "", "") in rows
+    assert ("HF_HOME", "/data/hf", "", "") in rows
+    from ingest.parsers.markdown import document_settings, tokenize
+
+    _, warnings = document_settings(tokenize(doc), "d.md")
+    assert warnings == ["d.md:15: read `\\ # <- here` as a line continuation with a note after it"]
