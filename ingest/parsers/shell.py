@@ -53,6 +53,7 @@ __all__ = ["ShellReader", "expand_vars", "shell_settings"]
 _ARRAY = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)(\+?)=\((.*)\)\s*$", re.DOTALL)
 _DECLARE = frozenset({"export", "readonly", "declare", "typeset", "local"})
 _TESTS = frozenset({"[", "[[", "test"})
+_LOOSE_FLAG = re.compile(r"--[A-Za-z]")  # (not a `-----Time to First Token-----` rule)
 _ALIAS_NAME = re.compile(r"[A-Za-z_][\w.-]*")
 # The command's name at the start of its text (after blanks): what an alias replaces.
 _COMMAND_NAME = re.compile(r"(\s*)([A-Za-z_][\w.-]*)(?=\s|$)")
@@ -153,15 +154,24 @@ class ShellReader(BranchesMixin, AssignmentsMixin):
 
     def result(self) -> tuple[list[Setting], list[str]]:
         """The settings (see the module docstring), in order, and warnings."""
+        loose = (
+            [
+                f"{len(self.loose_flags)} command(s) of server flags alone, with no program to "
+                f"launch (lines {', '.join(map(str, self.loose_flags[:10]))}): a fragment to add "
+                "to a launch, not read as settings"
+            ]
+            if self.loose_flags
+            else []
+        )
         if not self.launches:
-            return _in_line_order(self._in_force(exported_only=False)), []
+            return _in_line_order(self._in_force(exported_only=False)), loose
         if len(self.launches) == 1:
             launch = self.launches[0]
             settings = launch.env + launch.flags
         else:
             settings = self._profiles()
         warnings = self._unreached()
-        return _in_line_order(settings), warnings
+        return _in_line_order(settings), loose + warnings
 
     def _profiles(self) -> list[Setting]:
         names: list[str] = []
@@ -289,6 +299,11 @@ class ShellReader(BranchesMixin, AssignmentsMixin):
             for word in words[idx + 1 :]:
                 if NAME.fullmatch(word.text):
                     self.vars.pop(word.text, None)
+            return
+        if _LOOSE_FLAG.match(program):
+            # A recipe's flags shown alone ("add these to the launch"): no launch to give them
+            # to; said, not guessed.
+            self.loose_flags.append(line)
             return
         if program == "alias":
             for word in words[idx + 1 :]:

@@ -103,6 +103,7 @@ class ShellState:
         self.sections: list[tuple[int, Vars, bool, int]] = []
         self.left_behind: list[Setting] = []  # exports of closed sections that reached no launch
         self.aliases: dict[str, str] = {}  # `alias drun='docker run ...'`: name -> its text
+        self.loose_flags: list[int] = []  # lines of commands that are flags alone
 
     @property
     def active(self) -> bool:

@@ -588,3 +588,20 @@ def test_an_alias_the_doc_defines_is_expanded_and_a_note_after_a_backslash_is_re
 
     _, warnings = document_settings(tokenize(doc), "d.md")
     assert warnings == ["d.md:15: read `\\ # <- here` as a line continuation with a note after it"]
+
+
+def test_a_block_of_flags_alone_is_said_not_read() -> None:
+    """SGLang's DeepSeek-V4 cookbook shows recipe fragments (``--moe-a2a-backend deepep \\``,
+    ``--deepep-mode auto \\`` ...) to add to a launch: no launch to give them to, so they are no
+    settings, and the warning says so instead of nothing."""
+    from ingest.parsers.markdown import document_settings, tokenize
+
+    doc = "## EPLB\n\n" + block(
+        "--moe-a2a-backend deepep \\\n--deepep-mode auto \\\n--enable-waterfill\n"
+    )
+    settings, warnings = document_settings(tokenize(doc), "d.md")
+    assert settings == []
+    assert warnings == [
+        "1 command(s) of server flags alone, with no program to launch (lines 4): a fragment to "
+        "add to a launch, not read as settings"
+    ]
