@@ -225,8 +225,13 @@ class RequestAttrs(TypedDict):
 
 class LogSpanAttrs(TypedDict):
     lines: int
-    requests: int
-    unfinished: int
+    requests: NotRequired[int]  # a server log's (a router log tracks none)
+    unfinished: NotRequired[int]
+    # A router log's span (ingest.parsers.routerlog): its WARN and ERROR line counts. It does
+    # not count as the server logging when requests are judged dropped.
+    router: NotRequired[bool]
+    warn: NotRequired[int]
+    error: NotRequired[int]
     # Lines whose local time a DST change made ambiguous ("repeated") or impossible
     # ("skipped"), and how they were read (ingest.parsers.logclock.Window.as_attrs).
     clock: NotRequired[list[dict[str, Any]]]

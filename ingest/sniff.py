@@ -14,6 +14,7 @@ from ingest.parsers import (
     nvidia_smi,
     prometheus,
     pyspy,
+    routerlog,
     serverlog,
 )
 from ingest.parsers.types import ParseContext, ParseResult
@@ -61,6 +62,12 @@ FORMATS: tuple[Format, ...] = (
         "SGLang server log",
         serverlog.looks_like_sglang_log,
         serverlog.parse_sglang_log,
+    ),
+    Format(
+        "sglang_router_log",
+        "SGLang router log",
+        routerlog.looks_like_router_log,
+        routerlog.parse_router_log,
     ),
     Format("pyspy_dump", "py-spy dump", pyspy.looks_like_pyspy, pyspy.parse_pyspy),
     Format(

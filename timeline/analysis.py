@@ -100,7 +100,8 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
             cur.execute(
                 "SELECT id, (EXTRACT(EPOCH FROM at) * 1000000)::int8, "
                 "(EXTRACT(EPOCH FROM COALESCE(ends_at, at)) * 1000000)::int8 FROM timeline_event "
-                "WHERE incident_id = %s AND kind = %s",
+                # (a router's log span says nothing of whether the servers were logging)
+                "WHERE incident_id = %s AND kind = %s AND NOT attrs ? 'router'",
                 [incident.pk, EventKind.LOG_SPAN],
             )
             spans = tuple(

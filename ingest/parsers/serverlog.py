@@ -707,7 +707,7 @@ class _LogParser:
             if error.repeats:
                 last = f" at {error.last_at.isoformat()}" if error.last_at else ""
                 body += (
-                    f"\n\n(the same line {error.repeats} more times, the last{last}, line "
+                    f"\n\n({error.repeats} more lines like it, numbers aside; the last{last}, line "
                     f"{error.last_line})"
                 )
                 attrs["repeats"] = error.repeats

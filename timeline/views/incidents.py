@@ -269,9 +269,11 @@ def unfinished_request(incident: Incident, event: Event) -> dict[str, Any] | Non
     it, and the analysis' verdict on it (dropped, or still open when the log ended)."""
     if event.kind != EventKind.REQUEST or event.ends_at is not None:
         return None
-    log_end = Event.objects.filter(incident=incident, kind=EventKind.LOG_SPAN).aggregate(
-        end=Max("ends_at")
-    )["end"]
+    log_end = (
+        Event.objects.filter(incident=incident, kind=EventKind.LOG_SPAN)
+        .exclude(attrs__has_key="router")  # the servers' logging, not a router's
+        .aggregate(end=Max("ends_at"))["end"]
+    )
     analysis = current_analysis(incident)
     finding = (
         analysis.findings.filter(kind=FindingKind.SYMPTOM)
