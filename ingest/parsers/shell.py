@@ -53,6 +53,7 @@ __all__ = ["ShellReader", "expand_vars", "shell_settings"]
 _ARRAY = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)(\+?)=\((.*)\)\s*$", re.DOTALL)
 _DECLARE = frozenset({"export", "readonly", "declare", "typeset", "local"})
 _TESTS = frozenset({"[", "[[", "test"})
+_NAME_MAX = 48  # a comment longer than this above a launch is a note, not its name
 _LOOSE_FLAG = re.compile(r"--[A-Za-z]")  # (not a `-----Time to First Token-----` rule)
 _ALIAS_NAME = re.compile(r"[A-Za-z_][\w.-]*")
 # The command's name at the start of its text (after blanks): what an alias replaces.
@@ -370,9 +371,14 @@ class ShellReader(BranchesMixin, AssignmentsMixin):
         )
 
     def _comment_above(self, line: int) -> str:
+        """The launch's name from the comment right above it (``# Pure TP``, ``# prefill``);
+        not a sentence (``# Please use the latest main branch for this feature.``): that is a
+        note about the launch, and its section's heading names it better."""
         text = self.lines.get(line - 1, "").strip()
         if text.startswith("#") and not text.startswith("#!"):
-            return text.lstrip("#").strip()
+            name = text.lstrip("#").strip()
+            if len(name) <= _NAME_MAX and not name.endswith((".", "!", "?", ":")):
+                return name
         return ""
 
 

@@ -605,3 +605,18 @@ def test_a_block_of_flags_alone_is_said_not_read() -> None:
         "1 command(s) of server flags alone, with no program to launch (lines 4): a fragment to "
         "add to a launch, not read as settings"
     ]
+
+
+def test_a_sentence_above_a_launch_is_a_note_not_its_name() -> None:
+    """SGLang's DeepSeek-V4 cookbook: ``# Please use the latest main branch for this feature.``
+    right above a launch had become the launch's name; its section names it instead."""
+    doc = (
+        "## Waterfill\n\n"
+        + block(f"{LAUNCH} --tp 8\n")
+        + "## Context parallel\n\n"
+        + block(f"# Please use the latest main branch for this feature.\n{LAUNCH} --tp 4\n")
+        + "## Short\n\n"
+        + block(f"# With DP\n{LAUNCH} --tp 2 --dp 2\n")
+    )
+    profiles = {p for *_, p in full(doc)}
+    assert profiles == {"Waterfill", "Context parallel", "With DP"}
