@@ -14,6 +14,7 @@ import posixpath
 import re
 import shlex
 import tomllib
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -22,7 +23,7 @@ import yaml
 
 from evidence.vocabulary import Scope, Source
 
-from . import jsontext
+from . import jsontext, secrets
 from .markdown import markdown_settings
 from .pyconfig import python_settings
 from .shell import ShellReader, expand_vars, shell_settings
@@ -268,7 +269,8 @@ class _Unit:
 
     name: str
     line: int
-    launches: list[tuple[tuple[str, ...], int, list[Setting]]] = field(default_factory=list)
+    # (keys above it, its container's line, its settings, the name a script gave it)
+    launches: list[tuple[tuple[str, ...], int, list[Setting], str]] = field(default_factory=list)
     env: list[tuple[int, list[Setting]]] = field(default_factory=list)
 
 
@@ -320,9 +322,14 @@ class _YamlWalker:
         if len(launches) < 2:
             return
         bases = []
-        for unit, (keys, _container, settings) in launches:
+        for unit, (keys, _container, settings, given) in launches:
             flags = {x.key: x.value for x in settings if x.scope == Scope.FLAG}
-            base = flags.get("--disaggregation-mode") or unit.name or f"launch at line {unit.line}"
+            base = (
+                given
+                or flags.get("--disaggregation-mode")
+                or unit.name
+                or f"launch at line {unit.line}"
+            )
             # A LeaderWorkerSet's leaderTemplate / workerTemplate (or a RoleBasedGroup role's
             # patchLeaderTemplate / patchWorkerTemplate): which of the group this one is.
             role = next(
@@ -331,20 +338,24 @@ class _YamlWalker:
             bases.append((str(base), role))
         names: list[str] = []
         seen: dict[str, int] = {}
+        per_base = Counter(b for b, _ in bases)
         for base, role in bases:
-            name = base
-            if sum(b == base for b, _ in bases) > 1 and role:
-                name = f"{base} {role}"
+            name = f"{base} {role}" if per_base[base] > 1 and role else base
             seen[name] = seen.get(name, 0) + 1
             names.append(name if seen[name] == 1 else f"{name} {seen[name]}")
+        # Each unit's environment: its containers' own, and what lies in none of its launches'
+        # containers (a template's), which reaches all of them. Found once per unit.
+        own: dict[tuple[int, int], list[Setting]] = {}
+        shared: dict[int, list[Setting]] = {}
+        for unit in {id(u): u for u, _ in launches}.values():
+            containers = {c for _, c, _, _ in unit.launches}
+            shared[id(unit)] = [x for at, b in unit.env if at not in containers for x in b]
+            for at, b in unit.env:
+                if at in containers:
+                    own.setdefault((id(unit), at), []).extend(b)
         named: list[Setting] = []
-        for (unit, (_keys, container, settings)), name in zip(launches, names, strict=True):
-            env = [
-                x
-                for at, block in unit.env
-                if at == container or all(at != c for _, c, _ in unit.launches)
-                for x in block
-            ]
+        for (unit, (_keys, container, settings, _given)), name in zip(launches, names, strict=True):
+            env = [*own.get((id(unit), container), []), *shared[id(unit)]]
             named.extend(replace(x, profile=name) for x in [*env, *settings])
         # Environment of units that launch nothing.
         idle = (
@@ -416,9 +427,18 @@ class _YamlWalker:
 
     def _launched(self, container: int, settings: list[Setting]) -> None:
         self.env_settings.extend(settings)
-        if any(x.scope == Scope.FLAG for x in settings):
+        profiles = list(dict.fromkeys(x.profile for x in settings if x.profile))
+        if profiles:
+            # A script that launches several servers (its reader named them): each a launch
+            # of its own, with what the script shares among them.
             unit = self.unit or self._document_unit()
-            unit.launches.append((self.keys, container, settings))
+            common = [x for x in settings if not x.profile]
+            for name in profiles:
+                mine = [replace(x, profile="") for x in settings if x.profile == name]
+                unit.launches.append((self.keys, container, common + mine, name))
+        elif any(x.scope == Scope.FLAG for x in settings):
+            unit = self.unit or self._document_unit()
+            unit.launches.append((self.keys, container, settings, ""))
         elif settings:
             (self.unit or self._document_unit()).env.append((container, settings))
 
@@ -452,9 +472,12 @@ class _YamlWalker:
         if not scripts:
             return []
         reader = ShellReader(where=self.path)
-        for part in scripts:
-            block = part.style in ("|", ">")
-            reader.feed(part.value, first_line=part.start_mark.line + 1 + block)
+        try:
+            for part in scripts:
+                block = part.style in ("|", ">")
+                reader.feed(part.value, first_line=part.start_mark.line + 1 + block)
+        except ParseError:
+            return []  # not shell after all (a bot's `commands: ["don't panic"]`): no launch
         settings, _ = reader.result()
         return settings
 
@@ -532,7 +555,10 @@ def _plain_settings(path: str, data: Any) -> list[Setting]:
 
 
 def _render(value: Any) -> str:
-    """A scalar as text: strings as they are, everything else as JSON would write it."""
+    """A scalar as text: strings as they are, everything else as JSON would write it; a
+    secret inside (a k8s env entry's value, the word after ``--api-key`` in a command list)
+    as its fingerprint (secrets.scrub)."""
+    value = secrets.scrub(value)
     if isinstance(value, str):
         return value
     if isinstance(value, bytes):  # YAML !!binary

@@ -38,12 +38,19 @@ def looks_like_lm_eval(name: str, head: bytes) -> bool:
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
     if base.startswith("results") or _LM_METRIC_RE.search(text) is not None:
         return True
-    return _LM03_METRIC_RE.search(text) is not None and '"versions"' in text
+    if '"versions"' not in text:
+        return False
+    # 0.3: a standard error beside a metric, or (perplexity-only and em/f1 tasks write none)
+    # results -> task -> metric: number.
+    return _LM03_METRIC_RE.search(text) is not None or _LM03_SHAPE_RE.search(text) is not None
 
 
 # Metrics that are counts or descriptions, never a task's score.
 _NOT_SCORES = frozenset({"sample_len", "sample_count", "n-samples", "num_samples"})
 _LM03_METRIC_RE = re.compile(r'"[A-Za-z0-9_]+_stderr"\s*:')
+_LM03_SHAPE_RE = re.compile(
+    r'"results"\s*:\s*\{\s*"[^"]+"\s*:\s*\{\s*"[A-Za-z0-9_]+"\s*:\s*-?(?:\d|NaN|Infinity)'
+)
 
 
 # Metrics where lower is better, for files that do not say (0.3 writes no higher_is_better).

@@ -39,7 +39,7 @@ from .types import EventRecord, ParseContext, ParseError, ParseResult
 KIND_ROUTER_LOG = "sglang_router_log"
 
 _TRACING = re.compile(
-    r"(?:\[[A-Za-z][\w.-]*\] )?(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?Z?"
+    r"(?:\[[A-Za-z][\w.-]*\] )?(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
     r"\s+(TRACE|DEBUG|INFO|WARN|ERROR)\s+([A-Za-z_]\w*(?:::\w+)*): (.*)"
 )
 _FIRST_ROUTER = re.compile(
@@ -137,7 +137,10 @@ def parse_router_log(data: bytes, ctx: ParseContext) -> ParseResult:
         seen = latest.get(key)
         if seen is not None and at - (seen.last_at or seen.at) < _REPEAT_GAP:
             seen.repeats += 1
-            seen.last_at, seen.last_line = at, lineno
+            # (lines of threads come out of order: the span is first..latest)
+            seen.last_at = max(seen.last_at or seen.at, at)
+            seen.at = min(seen.at, at)
+            seen.last_line = lineno
             continue
         title = f"router {level}: {words}"[:_TITLE_MAX]
         current = _Error(lineno, at, title, [raw])

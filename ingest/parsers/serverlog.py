@@ -483,7 +483,12 @@ class _LogParser:
             last = seen.last_at or seen.at
             if at is None or last is None or at - last < _GLOG_REPEAT_GAP:
                 seen.repeats += 1
-                seen.last_at = at or seen.last_at
+                # (threads' lines come out of order by microseconds: the span is first..latest)
+                if at is not None:
+                    latest = seen.last_at or seen.at
+                    seen.last_at = at if latest is None else max(latest, at)
+                    if seen.at is not None and at < seen.at:
+                        seen.at = at
                 seen.last_line = lineno
                 return
         error = _Error(lineno, at, raw[match.start() :].strip()[:_TITLE_MAX], [raw])
@@ -716,7 +721,12 @@ class _LogParser:
                     kind=EventKind.LOG_ERROR,
                     lane=Lane.SERVER,
                     at=error.at or self.first,
-                    ends_at=error.last_at if error.repeats else None,
+                    # (never before its start: the database holds ends_at >= at)
+                    ends_at=(
+                        max(error.last_at, error.at or self.first)
+                        if error.repeats and error.last_at
+                        else None
+                    ),
                     key=f"{self.file}:{error.line}",
                     title=error.headline(),
                     body=f"```\n{body}\n```",
@@ -768,7 +778,8 @@ def parse_sglang_log(data: bytes, ctx: ParseContext) -> ParseResult:
 def looks_like_sglang_log(name: str, head: bytes) -> bool:
     """True when one of the first lines opens with a ``[YYYY-MM-DD HH:MM:SS ...]`` prefix
     (after a log shipper's prefix, if any)."""
-    lines = logprefix.unwrap(head_text(head).splitlines()[:50], strict=False)
+    # (every line of the head: a log may open with a hundred lines of NCCL or CUDA output)
+    lines = logprefix.unwrap(head_text(head).splitlines(), strict=False)
     return any(_PREFIX_RE.match(line) for line in lines)
 
 
@@ -786,6 +797,8 @@ def undated_sglang_log(head: bytes) -> str | None:
     words, or None when the head holds no SGLang record: such a log cannot be placed on a
     timeline, and saying so beats "not recognised"."""
     lines = logprefix.unwrap(head_text(head).splitlines()[:200], strict=False)
+    if any(_PREFIX_RE.match(line) for line in lines):
+        return None  # SGLang's own dated layout: not this case
     for line in lines:
         record = _SGLANG_RECORD_RE.search(line)
         if record is None:

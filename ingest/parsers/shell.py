@@ -57,7 +57,9 @@ _NAME_MAX = 48  # a comment longer than this above a launch is a note, not its n
 _LOOSE_FLAG = re.compile(r"--[A-Za-z]")  # (not a `-----Time to First Token-----` rule)
 _ALIAS_NAME = re.compile(r"[A-Za-z_][\w.-]*")
 # The command's name at the start of its text (after blanks): what an alias replaces.
-_COMMAND_NAME = re.compile(r"(\s*)([A-Za-z_][\w.-]*)(?=\s|$)")
+_COMMAND_NAME = re.compile(
+    r"(\s*(?:[A-Za-z_]\w*=(?:'[^']*'|\"[^\"]*\"|[^\s'\"]*)\s+)*)([A-Za-z_][\w.-]*)(?=\s|$)"
+)  # (after any `NAME=value ` prefixes, which bash expands the alias after too)
 
 
 def expand_vars(text: str, env: Mapping[str, str]) -> str:

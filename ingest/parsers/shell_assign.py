@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from evidence.vocabulary import Scope
 
+from . import secrets
 from .shell_state import ASSIGN, PLACEHOLDER_VALUE, Alt, ShellState, join_conditions
 from .shell_words import Value, Word, lex, referenced_names
 from .text import NAME
@@ -133,6 +134,9 @@ class AssignmentsMixin(ShellState):
             if grown is not None:
                 grown = replace(grown, value=(grown.value or "") + value)
             return replace(old, value=Value(old.value.as_text() + value), setting=grown)
+        if secrets.is_secret_key(name):
+            # What it expands to elsewhere (`https://user:${HF_TOKEN}@...`) is the fingerprint.
+            value = secrets.hidden(value) or value
         if not (word.runtime or PLACEHOLDER_VALUE.fullmatch(value)):
             setting = self._setting(name, value, Scope.ENV, word.line, condition)
         return Alt(Value(value), setting, condition, exported)

@@ -70,6 +70,14 @@ class EventRecord:
     attrs: dict[str, Any] = field(default_factory=dict)
     line: int = 0  # line in the source file where it was read, for messages and links
 
+    def __post_init__(self) -> None:
+        # Secrets in what it says keep only their fingerprint (secrets.py). A request's attrs
+        # are its id and state, and there are many: left as they are.
+        object.__setattr__(self, "title", secrets.scrub_text(self.title))
+        object.__setattr__(self, "body", secrets.scrub_text(self.body))
+        if self.attrs and self.kind != EventKind.REQUEST:
+            object.__setattr__(self, "attrs", secrets.scrub(self.attrs))
+
 
 # --- config ------------------------------------------------------------
 
@@ -88,8 +96,15 @@ class Setting:
     profile: str = ""
 
     def __post_init__(self) -> None:
-        # A token or a password never reaches the store, only its fingerprint (secrets.py).
-        object.__setattr__(self, "value", secrets.hide(self.key, self.value))
+        # A token or a password never reaches the store, only its fingerprint (secrets.py):
+        # under a secret's key, or given to one inside the value (a command's `--api-key x`).
+        value = self.value
+        if secrets.is_secret_key(self.key):
+            value = secrets.hidden(value)
+        elif value:
+            value = secrets.scrub_text(value)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "condition", secrets.scrub_text(self.condition))
 
     def as_attrs(self) -> SettingAttrs:
         """The setting as a doc event stores it (``attrs["settings"]``)."""
@@ -125,6 +140,8 @@ class ConfigChangeRecord:
     def __post_init__(self) -> None:
         object.__setattr__(self, "old", secrets.hide(self.key, self.old))
         object.__setattr__(self, "new", secrets.hide(self.key, self.new))
+        object.__setattr__(self, "note", secrets.scrub_text(self.note))
+        object.__setattr__(self, "condition", secrets.scrub_text(self.condition))
 
 
 # --- metrics ------------------------------------------------------------

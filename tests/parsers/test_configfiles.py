@@ -511,3 +511,29 @@ services:
         ("decode", "--tp", "16"),
     } <= got
     assert ("decode", "SGLANG_PREFILL_ONLY", "1") not in got
+
+
+def test_a_script_launching_two_servers_keeps_them_apart_beside_other_launches() -> None:
+    """A CI job whose step starts a prefill and a decode server, and another step with a third
+    launch: three profiles, not the two servers' flags merged under one name. Text under
+    ``commands:`` that is not shell (a bot's list) is no launch and no error."""
+    ci = (
+        "jobs:\n  pd:\n    steps:\n      - name: servers\n        run: |\n"
+        "          python3 -m sglang.launch_server --disaggregation-mode prefill "
+        "--chunked-prefill-size 8192 &\n"
+        "          python3 -m sglang.launch_server --disaggregation-mode decode "
+        "--cuda-graph-max-bs 64 &\n"
+        "      - name: baseline\n        run: python3 -m sglang.launch_server --tp 8\n"
+    )
+    got = {
+        (x.profile, x.key, x.value) for x in extract_settings("ci.yaml", ci) if x.scope == "flag"
+    }
+    assert got == {
+        ("prefill", "--disaggregation-mode", "prefill"),
+        ("prefill", "--chunked-prefill-size", "8192"),
+        ("decode", "--disaggregation-mode", "decode"),
+        ("decode", "--cuda-graph-max-bs", "64"),
+        ("baseline", "--tp", "8"),
+    }
+    bot = extract_settings("bot.yaml", 'name: bot\ncommands: ["don\'t panic", help]\n')
+    assert [(x.key, x.scope) for x in bot] == [("name", "file"), ("commands", "file")]

@@ -189,6 +189,24 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
         0,
         "lm-eval hellaswag scored: acc 0.4014",
     ),
+    # lm-eval 0.3 results with no standard error (perplexity-only, em/f1): recognised by
+    # their shape, whatever the file is called.
+    "lm_eval_0.3_wikitext_v1_no_stderr.json": (
+        "lm_eval_json",
+        {"harness_run": 1},
+        0,
+        0,
+        0,
+        "lm-eval wikitext scored: bits_per_byte 3.203e-05 (lower is better)",
+    ),
+    "lm_eval_0.3_mc_taco_v0_em_f1.json": (
+        "lm_eval_json",
+        {"harness_run": 1},
+        0,
+        0,
+        0,
+        "lm-eval mc_taco scored: em 0.07733",
+    ),
     "pytest_xunit1.xml": ("junit_xml", {"harness_run": 4}, 0, 0, 0, "pytest: test_passes pass"),
     "pytest_xunit2.xml": ("junit_xml", {"harness_run": 4}, 0, 0, 0, "pytest: test_passes pass"),
     "sglang/pr22331_decode_batch_comma.log": ("sglang_log", {"log_span": 1}, 4, 32, 0, None),

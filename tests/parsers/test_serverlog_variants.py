@@ -249,3 +249,22 @@ def test_a_batch_line_glued_after_other_text_is_read_from_its_time_and_counted()
     assert {v for (name, _), v in values.items() if name == "sglang:num_running_reqs"} == {3}
     (glued,) = [w for w in result.warnings if "other text before" in w]
     assert "glued.log: 1 batch or request lines" in glued and "lines 2)" in glued
+
+
+def test_repeats_of_a_glog_line_out_of_order_never_end_before_they_start() -> None:
+    """Two threads' glog lines come out of order by microseconds: the folded error spans from
+    the earliest to the latest (the database refuses an event that ends before it starts)."""
+    from ingest.parsers.serverlog import parse_sglang_log
+    from ingest.parsers.types import ParseContext
+
+    text = (
+        "[2025-04-14 03:56:40] The server is fired up and ready to roll!\n"
+        "E0414 03:56:41.856248 77969 transfer_engine.cpp:173] Failed to connect to peer "
+        "10.0.0.5:12001\n"
+        "E0414 03:56:41.850001 77970 transfer_engine.cpp:173] Failed to connect to peer "
+        "10.0.0.6:12001\n"
+    )
+    result = parse_sglang_log(text.encode(), ParseContext("mc.log"))
+    (error,) = [e for e in result.events if e.kind == "log_error"]
+    assert error.attrs["repeats"] == 1
+    assert error.at.microsecond == 850001 and error.ends_at.microsecond == 856248

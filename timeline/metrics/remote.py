@@ -279,7 +279,10 @@ def _cache_key(remote: RemoteSeries, step: float, lo: float, hi: float) -> str:
     who = hashlib.sha256(
         "\0".join([source.url, source.username, source.password, source.bearer_token]).encode()
     ).hexdigest()
-    raw = "|".join([str(remote.source_id), who, remote.query, f"{step:g}", f"{lo:g}", f"{hi:g}"])
+    # (its name too: it decides whether DCGM's blank values are taken out)
+    raw = "|".join(
+        [str(remote.source_id), who, remote.query, remote.name, f"{step:g}", f"{lo:g}", f"{hi:g}"]
+    )
     return f"remote_series:v2:{hashlib.sha256(raw.encode()).hexdigest()}"
 
 
