@@ -268,3 +268,18 @@ def test_repeats_of_a_glog_line_out_of_order_never_end_before_they_start() -> No
     (error,) = [e for e in result.events if e.kind == "log_error"]
     assert error.attrs["repeats"] == 1
     assert error.at.microsecond == 850001 and error.ends_at.microsecond == 856248
+
+
+def test_a_log_opening_with_many_lines_of_other_output_is_still_recognised() -> None:
+    """NCCL's INFO lines (60 of them) before SGLang's first record: the whole head is read,
+    and the undated-log refusal never describes a dated log."""
+    from ingest import sniff
+    from ingest.parsers.serverlog import undated_sglang_log
+
+    head = "".join(
+        f"node-1:123:123 [0] NCCL INFO Channel {i:02d} : 0[0] -> 1[1]\n" for i in range(60)
+    )
+    head += "[2026-11-20 14:00:00 TP0] Decode batch. #running-req: 1, #queue-req: 0\n"
+    fmt = sniff.sniff("server.log", head.encode())
+    assert fmt is not None and fmt.kind == "sglang_log"
+    assert undated_sglang_log(head.encode()) is None
