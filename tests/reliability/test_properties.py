@@ -43,6 +43,7 @@ SEEDS: dict[str, bytes] = {
             ("harness_jsonl", "harness/stability.jsonl"),
             ("lm_eval_json", "harness/results_2026-11-20T12-00-13.json"),
             ("sglang_log", "logs/sglang_wedge.log"),
+            ("sglang_router_log", "real/sglang/pr11310_router_grpc_health_errors.log"),
             ("pyspy_dump", "dumps/scheduler_2026-11-20T15-45-00.pyspy.txt"),
             ("goroutine_dump", "dumps/agent-harness-20261120T154600.goroutines.txt"),
             ("git_log", "git/deploy.gitlog"),
@@ -74,6 +75,8 @@ def _parse_only_raises_parse_error(kind: str, data: bytes, with_time: bool) -> N
         assert all(b > a for a, b in zip(block.ts_ms, block.ts_ms[1:], strict=False))
     for event in result.events:
         assert event.at.tzinfo is not None
+        # (the database refuses an event that ends before it starts)
+        assert event.ends_at is None or event.ends_at >= event.at, event
 
 
 @st.composite
