@@ -19,6 +19,9 @@ REAL = Path(__file__).resolve().parent.parent / "fixtures" / "real" / "docs"
 DSV4 = "sglang_deepseek_v4_nvfp4_sm90.md"
 DSV32 = "sglang_deepseek_v32.md"
 VLLM_DOCKER = "vllm_docker.md"
+RBG_PD = "sglang_rbg_deepseekv32_pd.md"
+ASCEND = "sglang_ascend_npu_deepseek.md"
+AMD = "sglang_amd_gpu.md"
 
 
 def read(name: str) -> tuple[list[Setting], list[str]]:
@@ -123,3 +126,61 @@ def test_a_real_guide_given_a_time_is_a_configuration_state() -> None:
     assert result.events[0].attrs["state"] is True
     assert len(result.config_changes) == 59
     assert all(c.old is None and c.at == at and c.source == "doc" for c in result.config_changes)
+
+
+def test_rbg_pd_guide_golden() -> None:
+    golden(RBG_PD)
+
+
+def test_rbg_pd_guide_keeps_each_role_and_its_env_apart() -> None:
+    """One RoleBasedGroup YAML block with a prefill role, a decode role (leader and worker)
+    and a router: it had become one profile named "decode", the prefill's values lost to the
+    decode's and its env credited to decode."""
+    settings, _ = read(RBG_PD)
+    by_profile: dict[str, dict[str, str | None]] = {}
+    for s in settings:
+        by_profile.setdefault(s.profile, {})[s.key] = s.value
+    assert set(by_profile) == {"prefill", "decode leader", "decode worker"}
+    prefill, leader, worker = (by_profile[p] for p in ("prefill", "decode leader", "decode worker"))
+    assert prefill["--disaggregation-mode"] == "prefill"
+    assert (prefill["--chunked-prefill-size"], prefill["--deepep-mode"]) == ("131072", "normal")
+    assert prefill["SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT"] == "1000000000"
+    assert leader["--disaggregation-mode"] == worker["--disaggregation-mode"] == "decode"
+    assert (leader["--dp-size"], worker["--dp-size"]) == ("8", "32")
+    assert "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT" not in leader
+
+
+def test_ascend_guide_golden() -> None:
+    golden(ASCEND)
+
+
+def test_ascend_guide_keeps_each_hardware_sections_exports_to_itself() -> None:
+    """Three alternative sections (1, 2 and 4 x Atlas 800I A3), each exporting then launching:
+    the first section's exports had reached the second's prefill launch."""
+    settings, _ = read(ASCEND)
+    env = {(s.profile, s.key): s.value for s in settings if s.scope == "env"}
+    mixed = "Running DeepSeek in PD mixed mode on 1 x Atlas 800I A3."
+    assert env[(mixed, "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK")] == "32"
+    assert ("prefill", "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK") not in env
+    assert ("prefill", "SGLANG_ENABLE_SPEC_V2") not in env
+    assert env[("decode", "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK")] == "88"
+    assert ("prefill 2", "SGLANG_ENABLE_SPEC_V2") not in env
+
+
+def test_amd_guide_golden() -> None:
+    golden(AMD)
+
+
+def test_amd_guide_launches_through_its_alias() -> None:
+    """Both launches go through ``alias drun='docker run ...'``; the second marks a line with
+    ``\\ # <- here``. They had given no settings."""
+    settings, warnings = read(AMD)
+    v3 = {s.key: s.value for s in settings if s.profile == "Running DeepSeek-V3"}
+    assert v3 == {
+        "--model-path": "deepseek-ai/DeepSeek-V3",
+        "--tp": "8",
+        "--trust-remote-code": "true",
+        "--host": "0.0.0.0",
+        "--port": "30000",
+    }
+    assert any("line continuation with a note after it" in w for w in warnings)
