@@ -47,6 +47,11 @@ _FIRST_ROUTER = re.compile(
     r" - (TRACE|DEBUG|INFO|WARN|ERROR) - ()(.*)"
 )
 _ROUTER_TARGETS = ("sglang_router", "smg", "sgl_model_gateway", "model_gateway")
+# A router record after other text on its line: its stamp, level and a router target.
+_GLUED = re.compile(
+    r"(?<=\S)\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,9})?\s+(?:TRACE|DEBUG|INFO|WARN|ERROR)\s+"
+    r"(?:sglang_router|smg|sgl_model_gateway|model_gateway)"
+)
 _SOURCE_PREFIX = re.compile(r"[\w./-]+\.rs:\d+: ")  # tracing's file:line before the message
 _PANIC = re.compile(r"thread '[^']*' panicked at ")
 _DIGITS = re.compile(r"\d+")
@@ -107,9 +112,15 @@ def parse_router_log(data: bytes, ctx: ParseContext) -> ParseResult:
     errors: list[_Error] = []
     latest: dict[str, _Error] = {}  # a line's words -> the error it last started
     counts = {"WARN": 0, "ERROR": 0}
+    glued_lines = 0
     for lineno, raw in enumerate(lines, 1):
         line = raw.rstrip()
         match = _record(line)
+        if match is None and (glued := _GLUED.search(line)) is not None:
+            # A download bar redrawn without a newline before the record (the router fetches
+            # its tokenizer at start: `... 7.48 MiB/7.48 MiB 37.82 MiB/s (0s)2025-09-02 ...`).
+            match = _record(line[glued.start() :])
+            glued_lines += match is not None
         if match is None:
             if last is not None and _PANIC.search(line):
                 current = _Error(lineno, last, line.strip()[:_TITLE_MAX], [raw], crash=True)
@@ -154,6 +165,11 @@ def parse_router_log(data: bytes, ctx: ParseContext) -> ParseResult:
             "or [Router (Rust)] YYYY-MM-DD HH:MM:SS - LEVEL - ...)",
         )
     out = ParseResult(kind=KIND_ROUTER_LOG, warnings=clock.warnings())
+    if glued_lines:
+        out.warnings.append(
+            f"{ctx.name}: {glued_lines} records had other text before their time (a progress "
+            "bar's redraw, a paste's prefix); read from their time on"
+        )
     for error in errors:
         body = "\n".join(error.lines).replace("```", "` ` `")
         if error.omitted:

@@ -51,3 +51,24 @@ def test_router_logs_are_told_from_server_logs() -> None:
     assert sniff.sniff("a.log", router).kind == "sglang_router_log"  # type: ignore[union-attr]
     assert sniff.sniff("b.log", server).kind == "sglang_log"  # type: ignore[union-attr]
     assert sniff.sniff("c.log", other_rust) is None
+
+
+def test_a_record_after_a_progress_bars_redraw_is_read_from_its_time() -> None:
+    """The router downloads its tokenizer at start and the bar's last redraw has no newline
+    (the shape of sglang PR #9939's sample output): the record after it is read, and said."""
+    result = parse_router_log(
+        (
+            b"2025-09-02 18:40:06  INFO sglang_router_rs::server: src/server.rs:269: Starting\n"
+            b"tokenizer.json [00:00:00] [#####] 7.48 MiB/7.48 MiB 37.82 MiB/s (0s)"
+            b"2025-09-02 18:40:07 ERROR sglang_router_rs::grpc::client: src/grpc/client.rs:9: "
+            b"Failed to connect\n"
+        ),
+        ParseContext("router.log"),
+    )
+    error, span = result.events
+    assert error.title == "router ERROR: Failed to connect" and error.line == 2
+    assert span.ends_at == dt.datetime(2025, 9, 2, 18, 40, 7, tzinfo=UTC)
+    assert result.warnings == [
+        "router.log: 1 records had other text before their time (a progress bar's redraw, a "
+        "paste's prefix); read from their time on"
+    ]
