@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from evidence.vocabulary import EventKind, Lane, SymptomKind
 
-from . import logclock, logprefix
+from . import logclock, logprefix, repeats
 from .text import decode_lines, head_text
 from .timestamps import TimeError
 from .types import EventRecord, ParseContext, ParseError, ParseResult
@@ -54,8 +54,6 @@ _GLUED = re.compile(
 )
 _SOURCE_PREFIX = re.compile(r"[\w./-]+\.rs:\d+: ")  # tracing's file:line before the message
 _PANIC = re.compile(r"thread '[^']*' panicked at ")
-_DIGITS = re.compile(r"\d+")
-_REPEAT_GAP = dt.timedelta(minutes=1)
 _TITLE_MAX = 120
 _BODY_MAX_LINES = 60
 
@@ -82,7 +80,7 @@ def looks_like_router_log(name: str, head: bytes) -> bool:
 @dataclass
 class _Error:
     line: int
-    at: dt.datetime
+    at: dt.datetime | None  # (always set here; repeats.Folding allows None)
     title: str
     lines: list[str]
     crash: bool = False
@@ -144,14 +142,9 @@ def parse_router_log(data: bytes, ctx: ParseContext) -> ParseResult:
             continue
         counts[level] += 1
         words = _SOURCE_PREFIX.sub("", message, count=1).strip()
-        key = f"{level} {target} {_DIGITS.sub('#', words)}"
+        key = repeats.key(level, target, words)
         seen = latest.get(key)
-        if seen is not None and at - (seen.last_at or seen.at) < _REPEAT_GAP:
-            seen.repeats += 1
-            # (lines of threads come out of order: the span is first..latest)
-            seen.last_at = max(seen.last_at or seen.at, at)
-            seen.at = min(seen.at, at)
-            seen.last_line = lineno
+        if seen is not None and repeats.fold(seen, at, lineno):
             continue
         title = f"router {level}: {words}"[:_TITLE_MAX]
         current = _Error(lineno, at, title, [raw])
@@ -178,16 +171,13 @@ def parse_router_log(data: bytes, ctx: ParseContext) -> ParseResult:
         if error.crash:
             attrs["symptom"] = SymptomKind.CRASH.value
         if error.repeats:
-            body += (
-                f"\n\n({error.repeats} more lines like it, numbers aside; the last at "
-                f"{error.last_at.isoformat() if error.last_at else '?'}, line {error.last_line})"
-            )
+            body += repeats.note(error)
             attrs["repeats"] = error.repeats
         out.events.append(
             EventRecord(
                 kind=EventKind.LOG_ERROR,
                 lane=Lane.SERVER,
-                at=error.at,
+                at=error.at or first,
                 ends_at=error.last_at if error.repeats else None,
                 key=f"{ctx.name}:{error.line}",
                 title=error.title,

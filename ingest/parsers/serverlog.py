@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 
 from evidence.vocabulary import EventKind, Lane
 
-from . import lifecycle, logclock, logprefix, pyspy, serverargs
+from . import lifecycle, logclock, logprefix, pyspy, repeats, serverargs
 from .text import decode_lines, head_text
 from .timestamps import TimeError
 from .types import (
@@ -99,14 +99,11 @@ _UNLOGGED_CRASH_RE = re.compile(
 )
 # A line in glog's own layout at ERROR or FATAL level, from a C++ library beside SGLang
 # (Mooncake's transfer engine: ``E0414 03:56:41.856248 77969 transfer_metadata_plugin.cpp:173]
-# Unexpected code ...``): a server error of its own, one line long. Such libraries repeat a
-# failing call's line hundreds of times a second: repeats of one line (same level, source and
-# words; numbers aside) less than a minute apart are one error, with their count.
+# Unexpected code ...``): a server error of its own, one line long, its repeats folded into it
+# (:mod:`.repeats`).
 _GLOG_LINE_RE = re.compile(
     r"(?<![\w.])([EF])\d{4} \d{2}:\d{2}:\d{2}\.\d{6} +\d+ ([^\s\]]+:\d+)\] (.*)"
 )
-_DIGITS_RE = re.compile(r"\d+")
-_GLOG_REPEAT_GAP = dt.timedelta(minutes=1)
 # The time torch's C++ logging (glog's format) stamps its lines with: "[E207 01:29:36.730311765 "
 # is February 7 (the year is the log's), in the process's local time, as SGLang's own.
 _GLOG_TIME_RE = re.compile(
@@ -476,21 +473,11 @@ class _LogParser:
     def glog_error(self, raw: str, match: re.Match[str], lineno: int) -> None:
         """A glog ERROR/FATAL line: a new server error, or a repeat of a recent one."""
         level, source, words = match.groups()
-        key = f"{level} {source}] {_DIGITS_RE.sub('#', words.strip())}"
+        key = repeats.key(level, source, words)
         at = self.glog_time(raw, lineno) or self.current
         seen = self.glog_errors.get(key)
-        if seen is not None:
-            last = seen.last_at or seen.at
-            if at is None or last is None or at - last < _GLOG_REPEAT_GAP:
-                seen.repeats += 1
-                # (threads' lines come out of order by microseconds: the span is first..latest)
-                if at is not None:
-                    latest = seen.last_at or seen.at
-                    seen.last_at = at if latest is None else max(latest, at)
-                    if seen.at is not None and at < seen.at:
-                        seen.at = at
-                seen.last_line = lineno
-                return
+        if seen is not None and repeats.fold(seen, at, lineno):
+            return
         error = _Error(lineno, at, raw[match.start() :].strip()[:_TITLE_MAX], [raw])
         self.glog_errors[key] = error
         self.errors.append(error)
@@ -650,20 +637,17 @@ class _LogParser:
             self.read_dump(first, self.first, lines, early=True)
         out = ParseResult(kind=KIND_SGLANG_LOG, warnings=self.clock.warnings() + self.warnings)
         if self.unplaced_batches:
-            where = ", ".join(str(n) for n in self.unplaced_batches[:5])
-            more = "" if len(self.unplaced_batches) <= 5 else ", ..."
             out.warnings.append(
                 f"{self.file}: {len(self.unplaced_batches)} batch lines have no readable "
-                f"[YYYY-MM-DD HH:MM:SS] prefix (lines {where}{more}); no time to place their "
-                "samples at, so they were skipped"
+                f"[YYYY-MM-DD HH:MM:SS] prefix (lines {_first_lines(self.unplaced_batches)}); no "
+                "time to place their samples at, so they were skipped"
             )
         if self.glued:
-            where = ", ".join(str(n) for n in self.glued[:5])
-            more = "" if len(self.glued) <= 5 else ", ..."
             out.warnings.append(
                 f"{self.file}: {len(self.glued)} batch or request lines had other text before "
                 f"their [YYYY-MM-DD HH:MM:SS] (a progress bar's redraw, a paste's prefix; lines "
-                f"{where}{more}); read from their [time] on, the text before it left out"
+                f"{_first_lines(self.glued)}); read from their [time] on, the text before it "
+                "left out"
             )
         if self.batch_overwritten:
             out.warnings.append(
@@ -710,11 +694,7 @@ class _LogParser:
             symptom = lifecycle.symptom_of(kept, error.context)
             attrs: dict[str, object] = {"symptom": symptom.value} if symptom is not None else {}
             if error.repeats:
-                last = f" at {error.last_at.isoformat()}" if error.last_at else ""
-                body += (
-                    f"\n\n({error.repeats} more lines like it, numbers aside; the last{last}, line "
-                    f"{error.last_line})"
-                )
+                body += repeats.note(error)
                 attrs["repeats"] = error.repeats
             out.events.append(
                 EventRecord(
@@ -761,6 +741,12 @@ class _LogParser:
             )
         )
         return out
+
+
+def _first_lines(numbers: list[int], shown: int = 5) -> str:
+    """``12, 40, 41, ...``: the first line numbers of a warning."""
+    more = "" if len(numbers) <= shown else ", ..."
+    return ", ".join(map(str, numbers[:shown])) + more
 
 
 def parse_sglang_log(data: bytes, ctx: ParseContext) -> ParseResult:

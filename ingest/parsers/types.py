@@ -71,11 +71,13 @@ class EventRecord:
     line: int = 0  # line in the source file where it was read, for messages and links
 
     def __post_init__(self) -> None:
-        # Secrets in what it says keep only their fingerprint (secrets.py). A request's attrs
-        # are its id and state, and there are many: left as they are.
+        # Secrets in what it says keep only their fingerprint (secrets.py). A request says
+        # only its id and state, and there are many: left as it is.
+        if self.kind == EventKind.REQUEST:
+            return
         object.__setattr__(self, "title", secrets.scrub_text(self.title))
         object.__setattr__(self, "body", secrets.scrub_text(self.body))
-        if self.attrs and self.kind != EventKind.REQUEST:
+        if self.attrs:
             object.__setattr__(self, "attrs", secrets.scrub(self.attrs))
 
 

@@ -232,16 +232,17 @@ def unrecognised(name: str, data: bytes | None = None, *, empty: bool | None = N
     if (empty is None and data is not None and not data) or empty:
         return f"{name}: the file is empty; nothing to ingest"
     what = "not recognised as any known format"
-    if data is not None and _looks_binary(data[: sniff.HEAD_BYTES]):
+    head = data[: sniff.HEAD_BYTES] if data is not None else b""
+    if _looks_binary(head):
         what = "binary data, not text; not recognised as any known format"
-    elif data is not None and (layout := gitlog.dateless_git_log(data[: sniff.HEAD_BYTES])):
+    elif layout := gitlog.dateless_git_log(head):
         return (
             f"{name}: this looks like `git log {layout}` output, which this reader cannot place "
             "on the timeline; save the log with `git log -p --parents "
             "--diff-merges=first-parent --unified=100000 --pretty=fuller`, or give the "
             "repository itself"
         )
-    elif data is not None and (stamp := serverlog.undated_sglang_log(data[: sniff.HEAD_BYTES])):
+    elif stamp := serverlog.undated_sglang_log(head):
         return (
             f"{name}: these look like SGLang server log records with {stamp}, not the "
             "[YYYY-MM-DD HH:MM:SS] SGLang's own format puts there, which the timeline needs to "
