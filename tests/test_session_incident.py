@@ -446,12 +446,15 @@ def test_the_fused_and_the_usual_path_answer_the_same(
 # --- 5. a dropped connection -------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("kept_proofs", [False, True], ids=["proved-each-time", "proof-kept"])
 def test_a_connection_postgres_dropped_is_replaced_for_the_next_figure(
-    transactional_db: None, client: Any, user: Any, custom: Any
+    transactional_db: None, client: Any, user: Any, custom: Any, settings: Any, kept_proofs: bool
 ) -> None:
     """The app's connection terminated by Postgres between two requests (outside any
-    transaction): the next timeline.json still answers 200 with the same figure, on a new
-    connection, through the fused path."""
+    transaction): the next timeline.json still answers 200 with the same figure through the
+    fused path; on a new connection when it is proved again, and with no query at all when its
+    proof was kept (timeline.proofs)."""
+    settings.SESSION_PROOFS = kept_proofs
     client.force_login(user)
     path = reverse("timeline_data", args=[custom.slug])
     first = client.get(path)
@@ -475,7 +478,13 @@ def test_a_connection_postgres_dropped_is_replaced_for_the_next_figure(
     _evict_figure(first)  # the figure is built again on the new connection
     second = client.get(path)
     assert second.status_code == 200 and _served_fused(second)
-    assert connection.connection.info.backend_pid != pid
+    if kept_proofs:
+        assert connection.connection.info.backend_pid == pid  # asked nothing of Postgres
+        # Served, the next request that queries gets a new connection from Django's health
+        # check (CONN_HEALTH_CHECKS, armed by request_started, which the test client mutes).
+        connection.close()
+    else:
+        assert connection.connection.info.backend_pid != pid
     assert second["ETag"] == first["ETag"]
     assert _json(second) == _json(first)
     lines = [t for t in _json(second)["figure"]["data"] if t.get("mode") == "lines"]
@@ -502,11 +511,12 @@ def test_a_warm_session_is_not_proved_once_model_backend_is_no_longer_configured
 
 
 def test_a_failed_fused_query_lets_the_usual_path_answer(
-    transactional_db: None, client: Any, user: Any, custom: Any, caplog: Any
+    transactional_db: None, client: Any, user: Any, custom: Any, caplog: Any, settings: Any
 ) -> None:
     """An error of the fused query that is not a dropped connection (here its prepared
     statement gone from the server behind psycopg's back, as behind a pooler in transaction
     mode) is logged and the usual path answers: the same 200 and figure, not a 500."""
+    settings.SESSION_PROOFS = False  # the query itself, every time (no kept proof)
     client.force_login(user)
     path = reverse("timeline_data", args=[custom.slug])
     first = client.get(path)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -32,6 +33,7 @@ from django.utils.cache import patch_vary_headers
 from django.utils.crypto import constant_time_compare
 from django.utils.functional import cached_property
 
+from timeline import proofs
 from timeline.models import Incident, Team
 from timeline.versions import VERSION_SQL, version_annotation
 
@@ -134,7 +136,7 @@ class _FusedQuery:
         user_col = members.get_field(str(user_model._meta.model_name)).column  # type: ignore[union-attr]
         sql = (
             # Names come from the models' metadata; every value is a parameter.
-            f'SELECT s.session_data, EXISTS (SELECT 1 FROM "{members.db_table}" m '  # noqa: S608
+            f'SELECT s.session_data, s.expire_date, EXISTS (SELECT 1 FROM "{members.db_table}" m '  # noqa: S608
             f'WHERE m."{team_col}" = i."team_id" AND m."{user_col}" = u."id"), '
             f"({version}), {user_cols}, {incident_cols} "
             f'FROM "django_session" s CROSS JOIN "{Incident._meta.db_table}" i '
@@ -224,6 +226,10 @@ def incident_by_session(request: HttpRequest, slug: str) -> Incident | None:
     key = request.COOKIES.get(settings.SESSION_COOKIE_NAME, "")
     if not (8 <= len(key) <= 40 and key.isascii() and key.isalnum()):
         return None
+    _, user_fields, incident_fields = _FUSED.parts
+    proof, ticket = proofs.PROOFS.lookup(key, slug)
+    if proof is not None:  # proven before, and nothing it rests on has changed since
+        return _proven(request, user_fields, incident_fields, proof)
     known = _SESSION_USERS.get(key)
     row = _FUSED.row(key, known[1] if known else None, slug)
     if row is None:
@@ -235,8 +241,7 @@ def incident_by_session(request: HttpRequest, slug: str) -> Incident | None:
         row = _FUSED.row(key, session[1], slug)
         if row is None or row[0] != session[0]:
             return None
-    _, user_fields, incident_fields = _FUSED.parts
-    data, member, version, *values = row
+    data, expires, member, version, *values = row
     user_values, incident_values = values[: len(user_fields)], values[len(user_fields) :]
     if user_values[user_fields.index("id")] is None:
         return None  # the user is gone
@@ -247,8 +252,31 @@ def incident_by_session(request: HttpRequest, slug: str) -> Incident | None:
         return None  # a changed password, or another SECRET_KEY: Django decides
     if not (member or user.is_superuser):
         return None
-    incident = Incident.from_db(connection.alias, incident_fields, incident_values)
-    incident.version = version  # type: ignore[attr-defined]  # as version_annotation() sets it
+    proof = proofs.Proof(
+        expires=expires,
+        user_values=tuple(user_values),
+        incident_values=tuple(incident_values),
+        version=version,
+        kept_at=time.monotonic(),
+    )
+    proofs.PROOFS.keep(ticket, key, slug, proof)
+    return _proven(request, user_fields, incident_fields, proof, user=user)
+
+
+def _proven(
+    request: HttpRequest,
+    user_fields: list[str],
+    incident_fields: list[str],
+    proof: proofs.Proof,
+    *,
+    user: Any = None,
+) -> Incident:
+    """The incident (with its version) of a proof; sets ``request.user``. Fresh model
+    instances for each request: nothing a view changes on them outlives it."""
+    if user is None:
+        user = get_user_model().from_db(connection.alias, user_fields, proof.user_values)
+    incident = Incident.from_db(connection.alias, incident_fields, proof.incident_values)
+    incident.version = proof.version  # type: ignore[attr-defined]  # as version_annotation()
     request.user = user
     return incident
 

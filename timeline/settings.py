@@ -232,6 +232,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
 SESSION_COOKIE_HTTPONLY = True
+# Keep what a session proved about an incident per web process, forgotten on any change
+# Postgres announces (timeline.proofs); 0: prove it with a query on every request.
+SESSION_PROOFS = env_bool("SESSION_PROOFS", True)
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the cookie-free meta tag instead
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
