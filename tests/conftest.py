@@ -272,6 +272,25 @@ class Worker:
 
 
 @pytest.fixture
+def elsewhere(transactional_db: None) -> Iterator[Any]:
+    """A connection of its own to the test database, as another process would hold (autocommit):
+    what it commits reaches the app only through Postgres."""
+    import psycopg
+    from django.db import connection
+
+    db = connection.settings_dict
+    with psycopg.connect(
+        dbname=db["NAME"],
+        host=db["HOST"] or None,
+        port=db["PORT"] or None,
+        user=db["USER"],
+        password=db["PASSWORD"] or None,
+        autocommit=True,
+    ) as conn:
+        yield conn
+
+
+@pytest.fixture
 def celery_worker(transactional_db: None, settings: Any) -> Iterator[Worker]:
     worker = Worker(ARTIFACTS / f"worker-{os.getpid()}.log", Path(settings.UPLOAD_ROOT))
     worker.start()

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
 
-import psycopg
 import pytest
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
@@ -448,7 +447,13 @@ def test_the_fused_and_the_usual_path_answer_the_same(
 
 @pytest.mark.parametrize("kept_proofs", [False, True], ids=["proved-each-time", "proof-kept"])
 def test_a_connection_postgres_dropped_is_replaced_for_the_next_figure(
-    transactional_db: None, client: Any, user: Any, custom: Any, settings: Any, kept_proofs: bool
+    transactional_db: None,
+    client: Any,
+    user: Any,
+    custom: Any,
+    settings: Any,
+    kept_proofs: bool,
+    elsewhere: Any,
 ) -> None:
     """The app's connection terminated by Postgres between two requests (outside any
     transaction): the next timeline.json still answers 200 with the same figure through the
@@ -461,20 +466,11 @@ def test_a_connection_postgres_dropped_is_replaced_for_the_next_figure(
     assert first.status_code == 200 and _served_fused(first)
     assert not connection.in_atomic_block
     pid = connection.connection.info.backend_pid
-    db = connection.settings_dict
-    with psycopg.connect(
-        dbname=db["NAME"],
-        host=db["HOST"] or None,
-        port=db["PORT"] or None,
-        user=db["USER"],
-        password=db["PASSWORD"] or None,
-        autocommit=True,
-    ) as admin:
-        # The timeout: wait (up to 10 s) until the backend has exited.
-        terminated = admin.execute("SELECT pg_terminate_backend(%s, 10000)", (pid,)).fetchone()
-        assert terminated == (True,)
-        gone = admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,))
-        assert gone.fetchone() == (0,)
+    # The timeout: wait (up to 10 s) until the backend has exited.
+    terminated = elsewhere.execute("SELECT pg_terminate_backend(%s, 10000)", (pid,)).fetchone()
+    assert terminated == (True,)
+    gone = elsewhere.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,))
+    assert gone.fetchone() == (0,)
     _evict_figure(first)  # the figure is built again on the new connection
     second = client.get(path)
     assert second.status_code == 200 and _served_fused(second)

@@ -7,7 +7,7 @@ connection of its own."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -34,22 +34,6 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(access._FUSED, "row", row)
     return calls
-
-
-@pytest.fixture
-def elsewhere() -> Iterator[psycopg.Connection[Any]]:
-    """Another process's connection to the same database: its writes reach this process only
-    through Postgres."""
-    db = connection.settings_dict
-    with psycopg.connect(
-        dbname=db["NAME"],
-        host=db["HOST"] or None,
-        port=db["PORT"] or None,
-        user=db["USER"],
-        password=db["PASSWORD"] or None,
-        autocommit=True,
-    ) as conn:
-        yield conn
 
 
 def _until(predicate: Callable[[], bool], timeout: float = 5.0) -> float:

@@ -7,7 +7,6 @@ class TimelineConfig(AppConfig):
 
     def ready(self) -> None:
         from django.conf import settings
-        from django.db import connections
         from django.db.backends.signals import connection_created
 
         from ingest.parsers import secrets
@@ -18,9 +17,6 @@ class TimelineConfig(AppConfig):
 
         # This process's own writes forget the proofs it keeps (timeline.proofs).
         connection_created.connect(proofs.watch_connection, dispatch_uid="timeline.proofs")
-        for conn in connections.all(initialized_only=True):
-            if conn.connection is not None:
-                proofs.watch_connection(None, conn)
 
         # Secrets in the evidence are fingerprinted under this deployment's own key.
         secrets.set_key(settings.SECRET_KEY.encode())
