@@ -25,8 +25,11 @@ shipper kept of it, one entry per line, each with the shipper's prefix:
   ``kubectl logs --prefix``: ``[pod/name/container] ...``.
 
 Only the prefix is taken off; the server's own ``[time]`` stays the time of the record (the
-shipper's time is when the shipper saw the line). A continuation line (a traceback, a
-multi-line payload) carries the prefix too, and loses it the same way, keeping its indentation.
+shipper's time is when the shipper saw the line). But a shipper's time carries a zone and
+SGLang's does not: where the two differ by one UTC offset on (nearly) every line, that offset is
+the server clock's (:func:`clock_offset`), whatever zone the incident is in. A continuation
+line (a traceback, a multi-line payload) carries the prefix too, and loses it the same way,
+keeping its indentation.
 
 An export that lists the newest entry first cannot be read as a log (a request's Finish would
 come before its Receive): it is refused with what to do, never guessed.
@@ -38,7 +41,7 @@ import datetime as dt
 import re
 from collections.abc import Sequence
 
-from .timestamps import TimeError, parse_iso
+from .timestamps import TimeError, parse_iso, reading_offset
 from .types import ParseError
 
 _RFC3339 = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})"
@@ -120,6 +123,15 @@ def unwrap(lines: Sequence[str], file: str = "", *, strict: bool = True) -> list
 
     With ``strict``, an export whose shipper times run newest first raises ParseError (see the
     module docstring); format checks pass ``strict=False`` and never raise."""
+    return unwrap_timed(lines, file, strict=strict)[0]
+
+
+def unwrap_timed(
+    lines: Sequence[str], file: str = "", *, strict: bool = True
+) -> tuple[list[str], list[tuple[dt.datetime, int]], str]:
+    """:func:`unwrap`, with the shipper's times (aware UTC, with their 1-based line numbers)
+    and the shipper's name: a zoned shipper time beside SGLang's own naive ``[time]`` says
+    which zone the server's clock was in (see :func:`clock_offset`)."""
     out: list[str] = []
     times: list[tuple[dt.datetime, int]] = []
     shipper = ""
@@ -135,7 +147,31 @@ def unwrap(lines: Sequence[str], file: str = "", *, strict: bool = True) -> list
             times.append((when, lineno))
     if strict and len(times) >= 2:
         _check_order(times, shipper, file)
-    return out
+    return out, times, shipper
+
+
+# A shipper sees a line a moment after the server stamped it (and SGLang's [time] drops the
+# fraction): the two differ by the server clock's UTC offset plus at most this much.
+_SHIPPER_DELAY = dt.timedelta(seconds=90)
+_OFFSET_STEP = dt.timedelta(minutes=15)  # every UTC offset in use is a multiple of 15 minutes
+MOST = 0.9  # the share of the lines that must agree
+
+
+def clock_offset(pairs: Sequence[tuple[Sequence[int], dt.datetime]]) -> dt.timedelta | None:
+    """The UTC offset of a server's clock, from ``(its naive reading's fields, the shipper's
+    aware time)`` of the same lines: the offset most lines show (each difference rounded to a
+    quarter hour, within :data:`_SHIPPER_DELAY` of it), or None when fewer than :data:`MOST`
+    of the lines agree (a shipper that batches lines for minutes, a clock that changed offset
+    in the middle)."""
+    counts: dict[dt.timedelta, int] = {}
+    for fields, shipped in pairs:
+        offset = reading_offset(fields, shipped, slack=_SHIPPER_DELAY, step=_OFFSET_STEP)
+        if offset is not None:
+            counts[offset] = counts.get(offset, 0) + 1
+    if not counts:
+        return None
+    offset, agree = max(counts.items(), key=lambda kv: kv[1])
+    return offset if agree >= MOST * len(pairs) else None
 
 
 def _check_order(times: list[tuple[dt.datetime, int]], shipper: str, file: str) -> None:

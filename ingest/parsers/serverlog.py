@@ -32,7 +32,7 @@ from evidence.vocabulary import EventKind, Lane
 
 from . import lifecycle, logclock, logprefix, pyspy, repeats, serverargs
 from .text import decode_lines, head_text
-from .timestamps import TimeError
+from .timestamps import TimeError, zone_name
 from .types import (
     EventRecord,
     ParseContext,
@@ -754,11 +754,56 @@ def parse_sglang_log(data: bytes, ctx: ParseContext) -> ParseResult:
     lines = decode_lines(data, ctx.name)
     if lines and lines[-1] == "":
         lines.pop()  # the newline ending the last line
-    lines = logprefix.unwrap(lines, ctx.name)  # a log shipper's prefix on each line
+    lines, shipped, shipper = logprefix.unwrap_timed(lines, ctx.name)  # a shipper's prefixes
+    zone_note = ""
+    if shipped:
+        ctx, zone_note = _zone_from_shipper(lines, shipped, shipper, ctx)
     parser = _LogParser(ctx)
+    if zone_note:
+        parser.warnings.append(zone_note)
     for lineno, raw in enumerate(lines, 1):
         parser.line(raw, lineno)
     return parser.result(len(lines))
+
+
+def _zone_from_shipper(
+    lines: list[str], shipped: list[tuple[dt.datetime, int]], shipper: str, ctx: ParseContext
+) -> tuple[ParseContext, str]:
+    """The context to read the log's naive ``[time]`` in, and a warning when it is not the
+    incident's zone: a shipper's zoned time on the same lines shows the server clock's offset
+    (``docker logs -t`` in UTC beside a server whose clock ran in UTC, for an incident in
+    America/Los_Angeles, put every line 8 hours off)."""
+    pairs: list[tuple[tuple[int, ...], dt.datetime]] = []
+    for when, lineno in shipped[:5000]:
+        match = _PREFIX_RE.match(lines[lineno - 1])
+        if match is not None:
+            pairs.append((tuple(map(int, match.groups()[:6])), when))
+    if not pairs:
+        return ctx, ""
+    # Does the incident's zone already read them right? (It also knows DST changes.)
+    same = sum(
+        logprefix.clock_offset([(fields, when)]) == when.astimezone(ctx.tz).utcoffset()
+        for fields, when in pairs
+    )
+    if same >= logprefix.MOST * len(pairs):
+        return ctx, ""
+    offset = logprefix.clock_offset(pairs)
+    zone = zone_name(ctx.tz)
+    first = shipped[0][1]
+    if offset is None:
+        return ctx, (
+            f"{ctx.name}:{first}: the zoned times a shipper ({shipper}) put before the lines "
+            "do not match the "
+            f"server's own [time] read in the incident's zone ({zone}), nor any one UTC offset: "
+            f"the log is read in {zone}; check its times against the other evidence"
+        )
+    tz = dt.timezone(offset)
+    return replace(ctx, tz=tz), (
+        f"{ctx.name}:{first}: the zoned times a shipper ({shipper}) put before the lines put "
+        "the server's "
+        f"own [time] at {zone_name(tz)} on {len(pairs)} line(s), not in the incident's zone "
+        f"({zone}): the log is read at {zone_name(tz)}"
+    )
 
 
 def looks_like_sglang_log(name: str, head: bytes) -> bool:

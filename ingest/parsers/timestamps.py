@@ -24,6 +24,7 @@ import datetime as dt
 import email.utils
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -177,6 +178,24 @@ def wall_reading(
             "UTC; expected a time in those years"
         ) from None
     return Reading("skipped", first, None, before, after)
+
+
+def reading_offset(
+    fields: Sequence[int], seen: dt.datetime, *, slack: dt.timedelta, step: dt.timedelta
+) -> dt.timedelta | None:
+    """The UTC offset of a clock whose naive reading (year, month, day, hour, minute, second)
+    was seen at the aware moment ``seen``, up to ``slack`` later: their difference rounded to
+    a multiple of ``step``, or None when it is not within ``slack`` of one (or makes no date)."""
+    try:
+        year, month, day, hour, minute, second = fields[:6]
+        naive = dt.datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+    except (TypeError, ValueError):
+        return None
+    diff = naive - seen
+    offset = round(diff / step) * step
+    if abs(diff - offset) > slack or abs(offset) > dt.timedelta(hours=14):
+        return None
+    return offset
 
 
 def parse_offset(text: str) -> dt.tzinfo:

@@ -102,6 +102,42 @@ def test_an_ambiguous_prefix_stays_unmapped_and_a_unique_one_maps():
     assert "documented, not deployed" in unmapped.reason
 
 
+def test_a_container_setting_no_server_args_line_shows_is_assumed_live_at_the_next_start():
+    # A compose bump of the image (an end-to-end review, stop 29: it was "documented, not
+    # deployed ... not a suspect" because the ServerArgs line, which cannot show an image, was
+    # taken as the whole configuration). Like an env var, it goes live at the next start.
+    inputs = Inputs(
+        changes=(
+            change(
+                "services.sglang.image",
+                "lmsysorg/sglang:v0.5.5",
+                "lmsysorg/sglang:v0.5.6",
+                at(12),
+                "commit:9f3e",
+                scope="file",
+            ),
+            change(
+                "Docker image", None, "lmsysorg/sglang:v0.5.6", at(12), "doc:D@2", scope="table"
+            ),
+            change("--max", None, "64", at(12), "doc:D@2", scope="flag"),
+        ),
+        starts=(start(at(7), 1), start(at(13), 400)),
+        series=wedge_after(14),
+        log_spans=(span(at(7), at(20)),),
+    )
+
+    result = analyze(inputs)
+
+    keys = {s.change.key: s for s in result.suspects}
+    image = keys["services.sglang.image"]
+    assert image.live is not None and image.live.assumed and image.live.live_at == at(13)
+    assert image.reasons[0].startswith("assumed live from the start at 2026-11-20 13:00 UTC")
+    assert "Docker image" in keys
+    # A launch flag that names no ServerArgs field still did not run.
+    unmapped = next(e for e in result.excluded if e.change.key == "--max")
+    assert "documented, not deployed" in unmapped.reason
+
+
 def test_starts_without_a_server_args_line_are_read_from_the_records_and_said_to_be():
     inputs = Inputs(
         changes=(

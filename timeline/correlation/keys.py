@@ -79,6 +79,15 @@ def field_of(key: str, scope: str, fields: Collection[str]) -> str | None:
     return matches[0] if len(matches) == 1 else None
 
 
+def outside_server(key: str, scope: str, fields: Collection[str]) -> bool:
+    """A setting no ServerArgs line can show: not an env var, not a launch flag, and naming no
+    ServerArgs field (a compose or Kubernetes key such as ``services.sglang.image``, a doc
+    table's "Docker image" row). Like an env var it goes live at the next start, assumed."""
+    if is_env(key, scope) or scope == Scope.FLAG or key.lstrip().startswith("-"):
+        return False
+    return field_of(key, scope, fields) is None
+
+
 def canonical(key: str, scope: str, fields: Collection[str]) -> str:
     """The one name a setting is compared under: its ServerArgs field when it maps to one, the
     env var for env keys, else the key as written (an unknown or ambiguous flag)."""

@@ -3,7 +3,8 @@
 Each start's configuration is what its ``server_args=ServerArgs(...)`` line logged. What the log
 does not show is carried over from the interval before and updated with the changes recorded
 (docs, commits) since, and marked as assumed: environment variables (never in ServerArgs: they
-go live at the next start) and every setting of a start that logged no ServerArgs line.
+go live at the next start), settings outside the server's flags (a compose file's ``image``:
+:func:`keys.outside_server`) and every setting of a start that logged no ServerArgs line.
 
 Each interval also carries its load (how long the server was busy) and its symptoms, which is
 the evidence the suspects are judged on.
@@ -152,6 +153,8 @@ def build_intervals(
     fields = known_fields(ordered)
     recorded = sorted(changes, key=lambda c: c.at)
     carried: dict[str, str] = {}
+    # Recorded keys no ServerArgs line can show (a container's image): assumed, like env vars.
+    outside: set[str] = set()
     intervals: list[LiveInterval] = []
     by_symptom = _ByTime(symptoms, [x.at for x in symptoms])
     by_request = RequestsByTime.of(requests)
@@ -160,15 +163,19 @@ def build_intervals(
         applied: list[Change] = []
         while i < len(recorded) and recorded[i].at <= start.at:
             c = recorded[i]
-            _apply(carried, canonical_change(c, fields), c.new)
+            key = canonical_change(c, fields)
+            _apply(carried, key, c.new)
+            if keys.outside_server(c.key, c.scope, fields):
+                outside.add(key)
             applied.append(c)
             i += 1
         values = dict(carried)
         assumed = set(values)
         if start.server_args:
             # The logged ServerArgs is every flag that ran: a recorded flag that names no field
-            # of it (argparse refuses an ambiguous prefix) did not run.
-            for key in [k for k in values if not keys.is_env(k)]:
+            # of it (argparse refuses an ambiguous prefix) did not run. What lies outside the
+            # server's flags (env vars, a container's image) it cannot show: kept, assumed.
+            for key in [k for k in values if not keys.is_env(k) and k not in outside]:
                 del values[key]
                 assumed.discard(key)
             values.update(start.server_args)
