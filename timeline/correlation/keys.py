@@ -80,10 +80,13 @@ def field_of(key: str, scope: str, fields: Collection[str]) -> str | None:
 
 
 def outside_server(key: str, scope: str, fields: Collection[str]) -> bool:
-    """A setting no ServerArgs line can show: not an env var, not a launch flag, and naming no
-    ServerArgs field (a compose or Kubernetes key such as ``services.sglang.image``, a doc
-    table's "Docker image" row). Like an env var it goes live at the next start, assumed."""
-    if is_env(key, scope) or scope == Scope.FLAG or key.lstrip().startswith("-"):
+    """A setting no ServerArgs line can show: a key of a config file (compose, Kubernetes, Helm
+    values) that is not an env var and names no ServerArgs field, such as
+    ``services.sglang.image``. Like an env var it goes live at the next start, assumed.
+
+    A doc table's row is not one: its keys are prose ("TP size"), mostly naming flags in words,
+    and the ServerArgs line shows whether those ran."""
+    if scope != Scope.FILE or is_env(key, scope):
         return False
     return field_of(key, scope, fields) is None
 
