@@ -76,6 +76,17 @@ def _collected_static(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
         os.environ["STATIC_ROOT"] = previous
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None) -> Iterator[None]:
+    """pytest-django's test database, and before it is dropped: this process's proofs stop
+    listening on it (timeline/proofs.py), or the drop fails ("is being accessed by other users")
+    and the database is left behind."""
+    yield
+    from timeline.proofs import PROOFS
+
+    PROOFS.close()
+
+
 class _ThroughToTheApp:
     """A live server's static handler that handles nothing itself: the app's WhiteNoise does."""
 

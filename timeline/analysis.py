@@ -99,14 +99,15 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
         with connection.cursor() as cur:
             cur.execute(
                 "SELECT id, (EXTRACT(EPOCH FROM at) * 1000000)::int8, "
-                "(EXTRACT(EPOCH FROM COALESCE(ends_at, at)) * 1000000)::int8 FROM timeline_event "
+                "(EXTRACT(EPOCH FROM COALESCE(ends_at, at)) * 1000000)::int8, "
+                "COALESCE(artifact_id, 0) FROM timeline_event "
                 # (a router's log span says nothing of whether the servers were logging)
                 "WHERE incident_id = %s AND kind = %s AND NOT attrs ? 'router'",
                 [incident.pk, EventKind.LOG_SPAN],
             )
             spans = tuple(
-                LogSpan(ref=pk, start=from_us(at), end=from_us(ends))
-                for pk, at, ends in cur.fetchall()
+                LogSpan(ref=pk, start=from_us(at), end=from_us(ends), source=source)
+                for pk, at, ends, source in cur.fetchall()
             )
             starts, errors = live_inputs.load_live(cur, incident)
             # Remote series the engine reads: their raw samples for the incident's window, not
@@ -215,7 +216,8 @@ _REQUESTS_QUERY = (
     "SELECT array_send(array_agg(id)), array_send(array_agg(at)), "
     "array_send(array_agg(COALESCE(ends_at, 'infinity'))), "
     "string_agg(COALESCE(attrs->>'rid', key), %(sep)s), "
-    "array_agg(id) FILTER (WHERE jsonb_typeof(attrs->'rid') <> 'string') "
+    "array_agg(id) FILTER (WHERE jsonb_typeof(attrs->'rid') <> 'string'), "
+    "array_send(array_agg(COALESCE(artifact_id, 0)::int8)) "
     "FROM timeline_event WHERE incident_id = %(incident)s AND kind = %(kind)s"
 )
 _HARNESS_QUERY = (
@@ -259,15 +261,16 @@ def _load_requests(cur: Any, incident: Incident, row: tuple[Any, ...]) -> Reques
     """The incident's requests in time order (ties by id) as columns. ``rid`` is
     ``str(attrs.get("rid", key))``: the text when it is a JSON string (nearly always), else
     worked out in Python for those rows only."""
-    ids_raw, at_raw, ends_raw, rids_joined, odd = row
+    ids_raw, at_raw, ends_raw, rids_joined, odd, sources_raw = row
     ids = _int8s(ids_raw)
     at = _unix_us(at_raw)
     ends = _unix_us(ends_raw)
+    sources = _int8s(sources_raw)
     order = np.lexsort((ids, at))
-    ids, at, ends = ids[order], at[order], ends[order]
+    ids, at, ends, sources = ids[order], at[order], ends[order], sources[order]
     texts = Texts.split(rids_joined or "", _SEP, len(order))
     if texts is not None and not odd:
-        return Requests(ids, at, ends, texts.take(order))
+        return Requests(ids, at, ends, texts.take(order), sources)
     # A rid that is not a JSON string, or holds the separator: those read one row each.
     cur.execute(
         "SELECT id, key, attrs->>'rid', jsonb_typeof(attrs->'rid') FROM timeline_event "
@@ -278,7 +281,7 @@ def _load_requests(cur: Any, incident: Incident, row: tuple[Any, ...]) -> Reques
     rids = [""] * len(order) if texts is None else texts.take(order).tolist()
     for i in np.flatnonzero(np.isin(ids, list(patch))).tolist():
         rids[i] = patch[int(ids[i])]
-    return Requests(ids, at, ends, rids)
+    return Requests(ids, at, ends, rids, sources)
 
 
 _HARNESS_STRINGS = ("suite", "case", "status")

@@ -40,13 +40,14 @@ def load_live(
     classified as symptoms (crash, watchdog timeout, OOM ...)."""
     cur.execute(
         "SELECT e.id, (EXTRACT(EPOCH FROM e.at) * 1000000)::int8, "
-        "(EXTRACT(EPOCH FROM e.ends_at) * 1000000)::int8, e.attrs, COALESCE(a.name, '') "
+        "(EXTRACT(EPOCH FROM e.ends_at) * 1000000)::int8, e.attrs, COALESCE(a.name, ''), "
+        "COALESCE(e.artifact_id, 0) "
         "FROM timeline_event e LEFT JOIN timeline_artifact a ON a.id = e.artifact_id "
         "WHERE e.incident_id = %s AND e.kind = %s ORDER BY e.at, e.id",
         [incident.pk, EventKind.SERVER_START],
     )
     starts = []
-    for pk, at, ends, raw, name in cur.fetchall():
+    for pk, at, ends, raw, name, source in cur.fetchall():
         attrs = _json(raw) or {}
         line = attrs.get("line")
         starts.append(
@@ -59,17 +60,19 @@ def load_live(
                 ready_at=_iso_or_none(attrs.get("ready_at")),
                 ends_at=None if ends is None else from_us(ends),
                 where=name,
+                source=source,
             )
         )
     cur.execute(
-        "SELECT id, (EXTRACT(EPOCH FROM at) * 1000000)::int8, attrs->>'symptom', title "
+        "SELECT id, (EXTRACT(EPOCH FROM at) * 1000000)::int8, attrs->>'symptom', title, "
+        "COALESCE(artifact_id, 0) "
         "FROM timeline_event WHERE incident_id = %s AND kind = %s "
         "AND attrs ? 'symptom' ORDER BY at, id",
         [incident.pk, EventKind.LOG_ERROR],
     )
     errors = tuple(
-        LogSymptom(ref=pk, at=from_us(at), kind=SymptomKind(kind), title=title)
-        for pk, at, kind, title in cur.fetchall()
+        LogSymptom(ref=pk, at=from_us(at), kind=SymptomKind(kind), title=title, source=source)
+        for pk, at, kind, title, source in cur.fetchall()
         if kind in _SYMPTOM_KINDS
     )
     return tuple(starts), errors

@@ -132,6 +132,16 @@ class Proofs:
         with self._lock:
             return None if self._conn is None else self._conn.info.backend_pid
 
+    def close(self) -> None:
+        """Stop listening and forget every proof (the next lookup listens again): before the
+        database this process listens on is dropped (the test database, at the end of a run)."""
+        with self._lock:
+            conn, self._conn, self._retry_at = self._conn, None, 0.0
+            self._forget()
+        if conn is not None and self._pid == os.getpid():
+            with contextlib.suppress(Exception):
+                conn.close()
+
     # --- the listening connection (called with the lock held) -----------------------------
 
     def _forget(self) -> None:

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 
 from evidence.vocabulary import HarnessStatus, SymptomKind
+from timeline.correlation import keys
+from timeline.correlation import servers as fleet
 from timeline.correlation.config_state import (
     fmt_duration,
     fmt_time,
@@ -368,6 +370,7 @@ def _analyze_live(
     """
     params = inputs.params
     recorded = [c for c in merged if not all(s.startswith("live:") for s in c.sources)]
+    inputs, found, load, controls = _one_server(inputs, found, load, until, recorded, warnings)
     by_time = RequestsByTime(inputs.requests)  # sorted and indexed once for the three reads
     rough = build_intervals(inputs.starts, recorded, found, by_time, load, until)
     kept, cut = cut_by_restart(found, inputs.requests, rough, params.request_timeout)
@@ -411,6 +414,9 @@ def _analyze_live(
     warnings.extend(_stalled_lines(ranking.bad))
     need = params.stable_load_min
     story = [describe(i, intervals[i.index - 1] if i.index else None, need) for i in intervals]
+    suspects = [_with_controls(s, controls, first.at, need) for s in ranking.suspects]
+    for _, line in controls:
+        story += [describe(i, line[i.index - 1] if i.index else None, need) for i in line]
     last_good = ranking.good.begin if ranking.good is not None else None
     if ranking.good is not None and ranking.last_good_reason.startswith("operator mark"):
         last_good = inputs.marks.last_good
@@ -423,7 +429,7 @@ def _analyze_live(
         last_good=last_good,
         last_good_reason=ranking.last_good_reason,
         symptoms=tuple(symptoms),
-        suspects=tuple(ranking.suspects),
+        suspects=tuple(suspects),
         excluded=tuple(ranking.excluded),
         ruled_out=tuple(ruled_out),
         warnings=tuple(warnings),
@@ -432,6 +438,108 @@ def _analyze_live(
         restarts=tuple(story),
     )
     return result, []
+
+
+Controls = list[tuple[fleet.Server, list[LiveInterval]]]
+
+
+def _one_server(
+    inputs: Inputs,
+    found: Sequence[Symptom],
+    load: Load | None,
+    until: dt.datetime | None,
+    recorded: Sequence[Change],
+    warnings: list[str],
+) -> tuple[Inputs, Sequence[Symptom], Load | None, Controls]:
+    """With several servers' logs: the inputs of the server the analysis follows (the one whose
+    log shows the first symptom: its starts, its requests, the symptoms of its log or of none),
+    and each other server's own line of intervals, as controls (see ``servers``)."""
+    servers = fleet.group(inputs.starts, inputs.log_spans)
+    if len(servers) < 2:
+        return inputs, found, load, []
+    table = Requests.of(inputs.requests)
+    owner = fleet.owners(found, table, inputs.errors, servers)
+    k = fleet.focus(found, owner, inputs.marks.first_bad)
+    names = ", ".join(s.name for s in servers)
+    if k is None:
+        warnings.append(
+            f"{len(servers)} servers' logs ran side by side ({names}), but no symptom was read "
+            "from any of their logs: their starts are read as one line, which mixes their "
+            "configurations"
+        )
+        return inputs, found, load, []
+    focused = servers[k]
+    own_requests = fleet.requests_of(table, focused)
+    by_requests = load is not None and load.source != "metrics"
+    controls: Controls = []
+    for j, server in enumerate(servers):
+        if j == k:
+            continue
+        theirs = fleet.requests_of(table, server)
+        symptoms = [s for s, o in zip(found, owner, strict=True) if o == j]
+        their_load = load_from_requests(theirs) if by_requests or load is None else load
+        rough = build_intervals(server.starts, recorded, symptoms, theirs, their_load, until)
+        params = inputs.params
+        kept, _ = cut_by_restart(symptoms, theirs, rough, params.request_timeout)
+        kept += find_stalls(rough, theirs, STALL_REQUESTS, params.request_timeout)
+        line = build_intervals(
+            server.starts, recorded, sort_symptoms(kept), theirs, their_load, until
+        )
+        controls.append((server, line))
+    warnings.append(
+        f"{len(servers)} servers' logs ran side by side ({names}): the analysis follows "
+        f"{focused.name}, whose log shows the first symptom, on its own starts; the other "
+        "server(s) are controls, each judged on its own starts and its own log's symptoms"
+    )
+    mine = [s for s, o in zip(found, owner, strict=True) if o in (None, k)]
+    inputs = replace(inputs, starts=focused.starts, requests=own_requests)
+    if by_requests:
+        load = load_from_requests(own_requests)
+    return inputs, mine, load, controls
+
+
+def _with_controls(
+    suspect: Suspect, controls: Controls, first_bad: dt.datetime | None, need: dt.timedelta
+) -> Suspect:
+    """The suspect with what each control server shows: did it run the suspect's value, under
+    how much load, and did its own log show a symptom? (Said, not weighed in the score.)"""
+    live = suspect.live
+    if live is None or not controls:
+        return suspect
+    scope = "env" if keys.is_env(live.key) else ""
+    after = keys.effective(live.after, scope)
+    evidence_for = list(live.evidence_for)
+    evidence_against = list(live.evidence_against)
+    shown = f"{keys.display(live.key)}={keys.shown(live.after)}"
+    for server, line in controls:
+        ran = [i for i in line if keys.effective(i.value(live.key), scope) == after]
+        if ran:
+            sick = [i for i in ran if i.symptoms]
+            loaded = sum((i.loaded for i in ran), dt.timedelta(0))
+            if sick:
+                first = sick[0].symptoms[0]
+                evidence_for.append(
+                    f"control {server.name} also ran {shown} (from {fmt_time(ran[0].begin)}) and "
+                    f"its log also shows symptoms (first {fmt_time(first.at)}: {first.title})"
+                )
+            elif loaded >= need:
+                evidence_against.append(
+                    f"control {server.name} ran {shown} from {fmt_time(ran[0].begin)} for "
+                    f"{fmt_duration(loaded)} of load without a symptom in its log"
+                )
+            continue
+        since = [i for i in line if first_bad is None or i.end is None or i.end > first_bad]
+        loaded = sum((i.loaded for i in since), dt.timedelta(0))
+        if since and not any(i.symptoms for i in since):
+            kept = keys.shown(since[-1].value(live.key))
+            evidence_for.append(
+                f"control {server.name} never ran {shown} (it ran {kept}) and its log shows no "
+                f"symptom over the same time ({fmt_duration(loaded)} of load)"
+            )
+    facts = replace(
+        live, evidence_for=tuple(evidence_for), evidence_against=tuple(evidence_against)
+    )
+    return replace(suspect, live=facts)
 
 
 def _stalled_lines(bad: LiveInterval) -> list[str]:

@@ -38,6 +38,7 @@ class Request:
     rid: str
     received_at: dt.datetime
     finished_at: dt.datetime | None
+    source: int = 0  # the log it was read from (its artifact's id; 0: not known)
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class LogSpan:
     ref: int
     start: dt.datetime
     end: dt.datetime
+    source: int = 0  # the log (its artifact's id; 0: not known)
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ class ServerStart:
     ready_at: dt.datetime | None = None
     ends_at: dt.datetime | None = None
     where: str = ""  # the log file, for reasons: "server.log"
+    source: int = 0  # that log's artifact id (0: not known)
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ class LogSymptom:
     at: dt.datetime
     kind: SymptomKind
     title: str
+    source: int = 0  # the log it was read from (its artifact's id; 0: not known)
 
 
 UNIX_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -255,9 +259,9 @@ _NO_END = np.iinfo(np.int64).max  # finished_us of a request that never finished
 class Requests(_Table, Sequence[Request]):
     """Requests as columns: ``ref``, ``received_us`` and ``finished_us`` (microseconds since the
     Unix epoch; :data:`NOT_FINISHED` for None) as int64 arrays, ``rid`` a list of str or
-    :class:`Texts`."""
+    :class:`Texts`, ``source`` the log each was read from (artifact ids, 0: not known)."""
 
-    __slots__ = ("ref", "received_us", "finished_us", "rid")
+    __slots__ = ("ref", "received_us", "finished_us", "rid", "source")
     NOT_FINISHED = int(_NO_END)
 
     def __init__(
@@ -266,13 +270,17 @@ class Requests(_Table, Sequence[Request]):
         received_us: NDArray[np.int64],
         finished_us: NDArray[np.int64],
         rid: Sequence[str],
+        source: NDArray[np.int64] | None = None,
     ) -> None:
-        if not len(ref) == len(received_us) == len(finished_us) == len(rid):
+        if source is None:
+            source = np.zeros(len(ref), dtype=np.int64)
+        if not len(ref) == len(received_us) == len(finished_us) == len(rid) == len(source):
             raise ValueError("Requests: columns of different lengths")
         self.ref = ref
         self.received_us = received_us
         self.finished_us = finished_us
         self.rid = rid
+        self.source = source
 
     @classmethod
     def of(cls, requests: Sequence[Request]) -> Requests:
@@ -289,6 +297,7 @@ class Requests(_Table, Sequence[Request]):
                 count=n,
             ),
             [r.rid for r in requests],
+            np.fromiter((r.source for r in requests), dtype=np.int64, count=n),
         )
 
     def __len__(self) -> int:
@@ -302,6 +311,7 @@ class Requests(_Table, Sequence[Request]):
             self.received_us[idx],
             self.finished_us[idx],
             rid.take(idx) if isinstance(rid, Texts) else [rid[i] for i in idx],
+            self.source[idx],
         )
 
     @property
@@ -316,6 +326,7 @@ class Requests(_Table, Sequence[Request]):
             rid=self.rid[i],
             received_at=from_us(int(self.received_us[i])),
             finished_at=None if ends == _NO_END else from_us(ends),
+            source=int(self.source[i]),
         )
 
 

@@ -1,0 +1,125 @@
+"""Several servers' logs in one incident (timeline/correlation/servers.py): each server on its own
+line of starts, the analysis on the one whose log shows the first symptom, the others controls.
+
+The shape is the end-to-end review's (stop 29): node-a takes a doc's flag change at a restart and
+starts dropping requests; node-b restarts later with the old configuration, routinely, and
+keeps finishing its requests. Read as one line, node-b's restart looked like a change back and
+the guilty change read as "no effective difference"."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+
+from tests.correlation.builders import at, change
+from timeline.correlation import servers
+from timeline.correlation.engine import analyze
+from timeline.correlation.types import Inputs, LogSpan, Request, ServerStart
+
+_refs = itertools.count(70_000)
+A, B = 11, 12  # the two logs' artifact ids
+ARGS = {"chunked_prefill_size": "8192", "schedule_policy": "'fcfs'", "tp_size": "8"}
+
+
+def start(source: int, when: dt.datetime, line: int, **changed: str) -> ServerStart:
+    name = {A: "node-a.log", B: "node-b.log"}.get(source, f"log{source}")
+    return ServerStart(next(_refs), when, line, {**ARGS, **changed}, where=name, source=source)
+
+
+def requests(source: int, begin: dt.datetime, end: dt.datetime, done: bool) -> list[Request]:
+    out, t = [], begin
+    while t < end:
+        finished = t + dt.timedelta(seconds=20) if done else None
+        out.append(Request(next(_refs), f"{source}-{t:%H%M}", t, finished, source=source))
+        t += dt.timedelta(minutes=2)
+    return out
+
+
+def fleet_incident() -> Inputs:
+    return Inputs(
+        changes=(
+            change("--chunked-prefill-size", "8192", "16384", at(11, 30), "doc:D@2", scope="flag"),
+        ),
+        starts=(
+            start(A, at(7), 1),
+            start(B, at(7, 5), 1),
+            start(A, at(12), 900, chunked_prefill_size="16384"),
+            start(B, at(12, 30), 880),  # a routine restart, the old configuration
+        ),
+        requests=(
+            *requests(A, at(7, 1), at(14), done=True),
+            *requests(A, at(14), at(15), done=False),  # node-a drops them from 14:00
+            *requests(B, at(7, 6), at(16), done=True),
+        ),
+        log_spans=(
+            LogSpan(next(_refs), at(7), at(16), source=A),
+            LogSpan(next(_refs), at(7, 5), at(16), source=B),
+        ),
+    )
+
+
+def test_the_guilty_change_is_found_on_the_server_that_ran_it_and_the_other_is_its_control():
+    result = analyze(fleet_incident())
+
+    top = result.suspects[0]
+    assert top.live is not None
+    assert top.live.key == "chunked_prefill_size"
+    assert (top.live.before, top.live.after) == ("8192", "16384")
+    assert top.live.live_at == at(12) and top.live.live_where == "node-a.log:900"
+    assert any(
+        e.startswith("control node-b.log never ran --chunked-prefill-size=16384 (it ran 8192)")
+        and "shows no symptom" in e
+        for e in top.live.evidence_for
+    )
+    # node-b's routine restart is no change back, and is no suspect.
+    assert not [s for s in result.suspects if s.change.new == "8192"]
+    assert any(
+        "2 servers' logs ran side by side (node-a.log, node-b.log): the analysis follows "
+        "node-a.log" in w
+        for w in result.warnings
+    )
+    # node-b's story is told on its own line: its restart changed nothing.
+    b_restart = next(line for line in result.restarts if "(node-b.log:880)" in line)
+    assert "same configuration as before" in b_restart
+
+
+def test_a_control_that_ran_the_value_cleanly_under_load_is_evidence_against():
+    inputs = fleet_incident()
+    starts = (*inputs.starts[:3], start(B, at(12, 30), 880, chunked_prefill_size="16384"))
+    result = analyze(Inputs(**{**inputs.__dict__, "starts": starts}))
+
+    top = result.suspects[0]
+    assert top.live is not None and top.live.key == "chunked_prefill_size"
+    assert any(
+        e.startswith("control node-b.log ran --chunked-prefill-size=16384 from 2026-11-20 12:30")
+        and "without a symptom in its log" in e
+        for e in top.live.evidence_against
+    )
+
+
+def test_one_servers_rotated_files_are_one_line_and_overlapping_logs_are_two():
+    a1 = start(21, at(7), 1)
+    a2 = start(22, at(12), 1)
+    a1 = ServerStart(a1.ref, a1.at, 1, a1.server_args, where="server.log.1", source=21)
+    a2 = ServerStart(a2.ref, a2.at, 1, a2.server_args, where="server.log", source=22)
+    spans = (
+        LogSpan(1, at(7), at(11, 59, 30), source=21),
+        LogSpan(2, at(11, 59, 40), at(16), source=22),
+    )
+    (one,) = servers.group((a1, a2), spans)
+    assert [s.at for s in one.starts] == [at(7), at(12)]
+    assert one.sources == {21, 22}
+
+    inputs = fleet_incident()
+    two = servers.group(inputs.starts, inputs.log_spans)
+    assert [s.name for s in two] == ["node-a.log", "node-b.log"]
+    assert [len(s.starts) for s in two] == [2, 2]
+
+
+def test_starts_of_one_log_or_of_no_known_log_are_one_server_as_before():
+    inputs = fleet_incident()
+    unknown = tuple(
+        ServerStart(s.ref, s.at, s.line, s.server_args, where="server.log") for s in inputs.starts
+    )
+    (one,) = servers.group(unknown, ())
+    assert len(one.starts) == 4

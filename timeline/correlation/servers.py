@@ -1,0 +1,136 @@
+"""Several servers' logs in one incident: which logs are one server, which server's line the
+analysis follows, and what the others show as controls.
+
+A fleet incident brings one log per server (``node-a.log``, ``node-b.log``). Each server starts
+on its own with its own configuration. Read as one line, node-b's routine restart with the old
+configuration looked like a change back, node-a's symptoms landed in node-b's interval, and the
+guilty change read as "no effective difference" (an end-to-end review, stop 29). So:
+
+* logs that ran at the same time are different servers; a log that begins after another ended
+  may be the same server's next file (``server.log`` then ``server.log.1``) and joins it,
+  preferring a log of the same name;
+* each symptom read from a log (its errors, its requests) belongs to that log's server; a
+  symptom of a metric or a harness belongs to none;
+* the analysis follows the server whose log shows the first symptom, on its own line of starts;
+  every other server is a control: did it run the suspect's value, and did its own log show a
+  symptom?
+
+Pure: no Django, no I/O.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from timeline.correlation.types import LogSpan, LogSymptom, Requests, ServerStart, Symptom
+
+# Two logs that overlap by less than this are one server's files, cut at a rotation.
+ROTATION_OVERLAP = dt.timedelta(minutes=1)
+_ROTATED = re.compile(r"(?:[.-](?:\d+|\d{4}-?\d{2}-?\d{2}(?:[T_-]?\d{2,6})?))*(?:\.gz)?$")
+
+
+@dataclass(frozen=True)
+class Server:
+    """One server: the logs (artifact ids) read as its, and its starts in time order."""
+
+    name: str
+    sources: frozenset[int]
+    starts: tuple[ServerStart, ...]
+
+
+def _stem(name: str) -> str:
+    """``node-a/server.log.1`` -> ``node-a/server.log``: a log's name without a rotation's
+    number or date."""
+    return _ROTATED.sub("", name) or name
+
+
+def group(starts: Sequence[ServerStart], spans: Sequence[LogSpan]) -> list[Server]:
+    """The servers the starts belong to, in order of their first start. Starts of an unknown
+    log (source 0) are one server with every log that does not overlap it."""
+    by_source: dict[int, list[ServerStart]] = {}
+    for s in starts:
+        by_source.setdefault(s.source, []).append(s)
+    if len(by_source) <= 1:
+        ordered = tuple(sorted(starts, key=lambda s: (s.at, s.line)))
+        name = ordered[0].where if ordered else ""
+        return [Server(name or "server log", frozenset(by_source), ordered)]
+    ranges: dict[int, tuple[dt.datetime, dt.datetime]] = {}
+    for source, own in by_source.items():
+        times = [s.at for s in own] + [s.ends_at for s in own if s.ends_at is not None]
+        times += [t for sp in spans if sp.source == source and source for t in (sp.start, sp.end)]
+        ranges[source] = (min(times), max(times))
+    # (sources, name stem, end of its latest log) per server
+    lines: list[tuple[list[int], str, dt.datetime]] = []
+    for source in sorted(by_source, key=lambda src: (ranges[src][0], src)):
+        begin, end = ranges[source]
+        stem = _stem(by_source[source][0].where)
+        free = [k for k, line in enumerate(lines) if line[2] - ROTATION_OVERLAP <= begin]
+        same = [k for k in free if lines[k][1] == stem]
+        pick = same[0] if same else (free[0] if free else None)
+        if pick is None:
+            lines.append(([source], stem, end))
+        else:
+            members, name, last = lines[pick]
+            lines[pick] = ([*members, source], name, max(last, end))
+    out = []
+    for members, _, _ in lines:
+        own = sorted((s for src in members for s in by_source[src]), key=lambda s: (s.at, s.line))
+        names = list(dict.fromkeys(by_source[src][0].where or "server log" for src in members))
+        name = names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1} later file(s))"
+        out.append(Server(name, frozenset(members), tuple(own)))
+    return out
+
+
+def owners(
+    symptoms: Sequence[Symptom],
+    requests: Requests,
+    errors: Sequence[LogSymptom],
+    servers: Sequence[Server],
+) -> list[int | None]:
+    """The server (its index) each symptom was read from, by its first ref: a server error's
+    log, or a dropped or stalled request's; None for a symptom of no log (a metric, a harness).
+    """
+    index = {src: k for k, srv in enumerate(servers) for src in srv.sources if src}
+    of_error = {e.ref: index.get(e.source) for e in errors}
+    order = np.argsort(requests.ref, kind="stable")
+    refs = requests.ref[order]
+    sources = requests.source[order]
+    out: list[int | None] = []
+    for s in symptoms:
+        if not s.refs:
+            out.append(None)
+            continue
+        ref = s.refs[0]
+        if ref in of_error:
+            out.append(of_error[ref])
+            continue
+        k = int(np.searchsorted(refs, ref))
+        if k < refs.size and int(refs[k]) == ref:
+            out.append(index.get(int(sources[k])))
+        else:
+            out.append(None)
+    return out
+
+
+def requests_of(requests: Requests, server: Server) -> Requests:
+    """The requests read from the server's logs."""
+    mask = np.isin(requests.source, np.fromiter(server.sources, dtype=np.int64))
+    return requests.take(np.flatnonzero(mask))
+
+
+def focus(
+    symptoms: Sequence[Symptom], owner: Sequence[int | None], first_bad: dt.datetime | None
+) -> int | None:
+    """The server whose log shows the first symptom (at or after the operator's first bad mark,
+    if any), or None when no symptom names a server."""
+    for s, k in zip(symptoms, owner, strict=True):
+        if first_bad is not None and s.at < first_bad:
+            continue
+        if k is not None:
+            return k
+    return None
