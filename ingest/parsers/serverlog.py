@@ -78,6 +78,41 @@ _BATCH_FIELDS = {
     "accept rate": "sglang:spec_accept_rate",
 }
 _DECODE_ONLY = frozenset({"sglang:gen_throughput"})
+# PD disaggregation's queues (``--disaggregation-mode prefill|decode``), named as SGLang's
+# /metrics names them (scheduler_metrics_mixin: the prefill's bootstrap and inflight queues, the
+# decode's prealloc and transfer queues).
+_BATCH_FIELDS.update(
+    {
+        "#unbootstrapped-req": "sglang:num_prefill_prealloc_queue_reqs",
+        "#transferring-req": "sglang:num_prefill_inflight_queue_reqs",
+        "#prealloc-req": "sglang:num_decode_prealloc_queue_reqs",
+        "#transfer-req": "sglang:num_decode_transfer_queue_reqs",
+    }
+)
+# Lines where the server says what it did to running requests, at INFO or WARNING (no ERROR
+# word): each kind folded into one event per burst (repeats under a minute apart, every rank's
+# copy included), with the rids it names. (kind, pattern; a "rid" group names a request.)
+_NOTICES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # KV cache too small for the running batch: requests pushed back to the queue, to be
+    # prefilled again. SGLang before 0.4.4: "Decode out of memory happened."
+    (
+        "retract",
+        re.compile(
+            r"(?:KV cache pool is full\. Retract requests|Decode out of memory happened)\. "
+            r"#retracted_reqs: (?P<count>\d+)"
+        ),
+    ),
+    # The scheduler went on with a request the HTTP side had already given up (a client gone).
+    (
+        "orphan output",
+        re.compile(
+            r"Received output for rid='(?P<rid>[^']*)' but the state was deleted in "
+            r"TokenizerManager"
+        ),
+    ),
+    ("abort", re.compile(r"Abort request (?P<rid>[\w-]+)\s*$")),
+)
+_NOTICE_RIDS = 20  # rids kept per folded notice
 # A line that starts a crash record even without an ERROR level.
 # SGLang's own report of a failure it caught, at INFO level: "Prefill transfer failed for
 # request ... with exception KVTransferError(...): Decode instance could be dead".
@@ -195,6 +230,17 @@ class _Error:
         return f"{context}{joint}{exception}"[:_TITLE_MAX]
 
 
+@dataclass
+class _Notice:
+    """A burst of one kind of notice (see _NOTICES), folded: its event, the rids it named
+    (the first _NOTICE_RIDS) and the count (requests retracted, or lines)."""
+
+    kind: str
+    error: _Error
+    rids: list[str] = field(default_factory=list)
+    count: int = 0
+
+
 # Where a Receive/Finish payload stands at the end of a line: inside a string literal (its
 # quote), and how many brackets are open. A line that leaves neither open ends the payload.
 _OPENERS, _CLOSERS = "([{", ")]}"
@@ -288,6 +334,10 @@ class _LogParser:
         self.unplaced_batches: list[int] = []  # batch lines without a readable [time]
         self.glued: list[int] = []  # records read from a [time] after other text
         self.glog_errors: dict[str, _Error] = {}  # the latest error of each glog line
+        # Folded notices (see _NOTICES), in order: [kind, the event, its rids, the count], and
+        # the latest of each kind.
+        self.notice_events: list[_Notice] = []
+        self.notices: dict[str, _Notice] = {}
         # A py-spy dump printed into the log (SGLang's watchdog: "Pyspy dump for PID N:"):
         # (its first line, the time of the line before it, its lines) while it goes on.
         self.dump: tuple[int, dt.datetime | None, list[str]] | None = None
@@ -352,6 +402,8 @@ class _LogParser:
             self.request_line(message, at, lineno)
         elif (args_at := serverargs.find(message)) != -1:
             self.server_args(message, args_at, at, lineno)
+        elif self.notice(message, at, match.group(8), lineno):
+            pass
         else:
             self.life.message(at, lineno, message)
             if (
@@ -469,6 +521,35 @@ class _LogParser:
                 lineno, at or self.current, title.strip()[:_TITLE_MAX], [raw], context=self.message
             )
             self.errors.append(self.error)
+
+    def notice(self, message: str, at: dt.datetime, ranks: str, lineno: int) -> bool:
+        """A line saying what the server did to running requests (see _NOTICES): folded into
+        its kind's event of this burst, its count into the kind's series. False: none."""
+        for kind, pattern in _NOTICES:
+            found = pattern.search(message)
+            if found is None:
+                continue
+            groups = found.groupdict()
+            rid = groups.get("rid")
+            count = int(groups["count"]) if groups.get("count") else 1
+            held = self.notices.get(kind)
+            if held is None or not repeats.fold(held.error, at, lineno):
+                held = _Notice(kind, _Error(lineno, at, message.strip()[:_TITLE_MAX], [message]))
+                self.notices[kind] = held
+                self.notice_events.append(held)
+            held.count += count
+            if rid and rid not in held.rids and len(held.rids) < _NOTICE_RIDS:
+                held.rids.append(rid)
+            if kind == "retract":
+                labels = [_SOURCE_LABEL]
+                labels += [(r.group(1).lower(), r.group(0)) for r in _RANK_RE.finditer(ranks or "")]
+                second = int(at.replace(microsecond=0).timestamp()) * 1000
+                per_second = self.series.setdefault(
+                    SeriesKey("sglang:num_retracted_reqs", tuple(sorted(labels))), {}
+                )
+                per_second[second] = per_second.get(second, 0.0) + count
+            return True
+        return False
 
     def glog_error(self, raw: str, match: re.Match[str], lineno: int) -> None:
         """A glog ERROR/FATAL line: a new server error, or a repeat of a recent one."""
@@ -711,6 +792,30 @@ class _LogParser:
                     title=error.headline(),
                     body=f"```\n{body}\n```",
                     attrs=attrs,
+                    line=error.line,
+                )
+            )
+        for held in self.notice_events:
+            error = held.error
+            notice: dict[str, object] = {"notice": held.kind, "lines": error.repeats + 1}
+            if held.kind == "retract":
+                notice["retracted"] = held.count
+            if held.rids:
+                notice["rids"] = list(held.rids)
+            body = "\n".join(error.lines)
+            if error.repeats:
+                body += repeats.note(error)
+            start = error.at or self.first
+            out.events.append(
+                EventRecord(
+                    kind=EventKind.LOG_ERROR,
+                    lane=Lane.SERVER,
+                    at=start,
+                    ends_at=max(error.last_at, start) if error.repeats and error.last_at else None,
+                    key=f"{self.file}:{error.line}",
+                    title=error.title,
+                    body=f"```\n{body}\n```",
+                    attrs=notice,
                     line=error.line,
                 )
             )

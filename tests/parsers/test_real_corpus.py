@@ -484,6 +484,28 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
         None,
     ),
     "sglang/issue26248_lost_bracket.log": ("sglang_log", {"log_span": 1}, 5, 5, 2, None),
+    # Retractions, every TP rank's copy, folded into one event per burst; the count per rank
+    # and second is a series (sglang:num_retracted_reqs, as /metrics names it).
+    "sglang/issue4184_decode_oom_retract.log": (
+        "sglang_log",
+        {"log_error": 1, "log_span": 1},
+        8,
+        11,
+        0,
+        "Decode out of memory happened. #retracted_reqs: 1, #new_token_ratio: 0.1474 -> 0.1845",
+    ),
+    "sglang/peakkv_retract_requests.log": (
+        "sglang_log",
+        {"log_error": 1, "log_span": 1},
+        5,  # running, queue, token usage, gen throughput, retracted
+        26,
+        0,
+        "KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_tokens_gained: 646, "
+        "#new_token_ratio: 0.0980 -> 0.3487",
+    ),
+    # PD prefill queues: 4 ranks x (token usage, queue, bootstrap queue, inflight queue); the
+    # warning: two DP8 lines in one second.
+    "sglang/issue11648_pd_prefill_queues.log": ("sglang_log", {"log_span": 1}, 16, 16, 1, None),
     "sglang/issue6001_long_traceback.log": (
         "sglang_log",
         {"log_error": 3, "log_span": 1},

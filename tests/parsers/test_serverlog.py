@@ -276,3 +276,32 @@ def test_looks_like_sglang_log() -> None:
     assert looks_like_sglang_log("server.log", head)
     assert not looks_like_sglang_log("x.prom", b"# TYPE up gauge\nup 1\n")
     assert not looks_like_sglang_log("x.log", b"2026-11-20 15:40:00 INFO started\n")
+
+
+# --- what the server did to running requests (retract, orphan output, abort) -------------------
+
+
+def test_orphan_outputs_and_aborts_fold_into_one_event_each_naming_their_rids() -> None:
+    # The shapes SGLang's TokenizerManager and scheduler log (WARNING / INFO, no ERROR word):
+    # without this, a burst of them was no event at all.
+    result = parse(
+        "[2026-11-20 10:00:00] Receive: obj=GenerateReqInput(rid='a1b2', text='hi')\n"
+        "[2026-11-20 10:00:05] Abort request a1b2\n"
+        "[2026-11-20 10:00:06] Abort request c3d4\n"
+        "[2026-11-20 10:00:07] Received output for rid='a1b2' but the state was deleted in "
+        "TokenizerManager.\n"
+        "[2026-11-20 10:00:07] Received output for rid='a1b2' but the state was deleted in "
+        "TokenizerManager.\n"
+        "[2026-11-20 10:00:08] Received output for rid='e5f6' but the state was deleted in "
+        "TokenizerManager.\n"
+        "[2026-11-20 10:30:00] Abort request g7h8\n"
+    )
+    notices = [e for e in result.events if e.kind == EventKind.LOG_ERROR]
+    by_kind = [(e.attrs["notice"], e.attrs["lines"], e.attrs.get("rids")) for e in notices]
+    assert by_kind == [
+        ("abort", 2, ["a1b2", "c3d4"]),
+        ("orphan output", 3, ["a1b2", "e5f6"]),
+        ("abort", 1, ["g7h8"]),  # half an hour later: a burst of its own
+    ]
+    assert all("symptom" not in e.attrs for e in notices)  # said, not judged a symptom
+    assert notices[0].ends_at is not None and notices[0].ends_at > notices[0].at
