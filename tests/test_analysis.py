@@ -142,6 +142,13 @@ def test_the_api_the_json_command_and_the_page_show_the_weights(client, user, lo
     call_command("analyze", loaded.slug, json=True, stdout=out, stderr=StringIO())
     printed = json.loads(out.getvalue())
     assert printed["weights"] == {"version": WEIGHTS_VERSION, "values": weights()}
+    # The caveats and the reasons for first bad / last good travel with the verdict.
+    stored = current_analysis(loaded)
+    assert stored is not None
+    assert printed["warnings"] == [
+        f.explanation for f in stored.findings.filter(kind=FindingKind.WARNING).order_by("rank")
+    ]
+    assert printed["first_bad_reason"] and isinstance(printed["last_good_reason"], str)
 
     token = token_create(team=loaded.team, name="ci")
     response = client.get(

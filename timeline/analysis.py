@@ -600,7 +600,10 @@ def public_json(incident: Incident, analysis: Analysis | None) -> dict[str, Any]
         return {
             "incident": incident.slug,
             "first_bad": None,
+            "first_bad_reason": "",
             "last_good": None,
+            "last_good_reason": "",
+            "warnings": [],
             "suspects": [],
             "excluded": [],
             "ruled_out": [],

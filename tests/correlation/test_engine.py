@@ -93,7 +93,10 @@ def test_result_to_json_has_exactly_the_documented_shape_and_is_serialisable():
     assert set(data) == {
         "incident",
         "first_bad",
+        "first_bad_reason",
         "last_good",
+        "last_good_reason",
+        "warnings",
         "suspects",
         "excluded",
         "ruled_out",

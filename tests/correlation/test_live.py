@@ -274,3 +274,24 @@ def test_requests_that_stop_finishing_until_a_restart_are_a_stall_and_say_what_k
     )
     assert result.first_bad == at(13, 30)
     assert [s.live.key for s in result.suspects if s.live] == ["enable_mixed_chunk"]
+
+
+def test_a_random_seed_sglang_draws_at_each_start_is_no_drift_and_no_suspect():
+    # ServerArgs logs the seed SGLang drew when --random-seed was not given: a new one at every
+    # start (the end-to-end review found it listed as drift and in the bisect plan).
+    inputs = Inputs(
+        changes=(change("--enable-mixed-chunk", None, "true", at(12), "doc:D@1", scope="flag"),),
+        starts=(
+            start(at(7), 1, random_seed="851234"),
+            start(at(13), 400, random_seed="90817", enable_mixed_chunk="True"),
+        ),
+        series=wedge_after(14),
+        log_spans=(span(at(7), at(20)),),
+    )
+
+    result = analyze(inputs)
+
+    assert [s.change.key for s in result.suspects] == ["--enable-mixed-chunk"]
+    assert not [line for line in result.drift if "random" in line]
+    assert not [line for line in result.bisect if "random" in line]
+    assert not [line for line in result.restarts if "random" in line]

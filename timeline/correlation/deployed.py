@@ -94,6 +94,8 @@ def transitions(
             later = [c for c in candidates if c.at > current.begin]
             explained = earlier[-1] if earlier else (later[0] if later else None)
             assumed = key in current.assumed
+            if explained is None and key in keys.VOLATILE:
+                continue  # SGLang's own draw at the start (a seed), not drift
             if explained is None:
                 t = Transition(
                     key,

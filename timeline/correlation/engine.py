@@ -560,7 +560,10 @@ def result_to_json(result: Result, incident: str) -> dict[str, Any]:
     return {
         "incident": incident,
         "first_bad": _iso(result.first_bad),
+        "first_bad_reason": result.first_bad_reason,
         "last_good": _iso(result.last_good),
+        "last_good_reason": result.last_good_reason,
+        "warnings": list(result.warnings),
         "suspects": [
             {
                 "key": s.change.key,

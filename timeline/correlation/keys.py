@@ -33,6 +33,11 @@ ALIASES = {
     "pp": "pp_size",
 }
 
+# ServerArgs fields SGLang fills in itself at each start when nobody set them: random_seed is
+# drawn anew (``random.randint``) whenever --random-seed is not given. A difference between two
+# starts that no record explains is that draw, not a change anyone made.
+VOLATILE = frozenset({"random_seed"})
+
 _ENV_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _FIELD_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 _NUMBER_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")

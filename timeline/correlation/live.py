@@ -308,7 +308,7 @@ def describe(interval: LiveInterval, previous: LiveInterval | None, need: dt.tim
     if not interval.logged_args:
         parts.append("no ServerArgs line: configuration assumed from the records")
     if previous is not None:
-        changed = diff(previous, interval)
+        changed = [c for c in diff(previous, interval) if c[0] not in keys.VOLATILE]
         if changed:
             parts.append(
                 "changed "

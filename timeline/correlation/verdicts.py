@@ -329,7 +329,9 @@ def rank_live(
             f"({bad.label()}): no earlier start shows what ran before it, so the recorded "
             "changes are ranked by when they were recorded"
         )
-    differences = diff(compare, bad)
+    recorded = {t.key for t in transitions if not t.drift}
+    # (a seed SGLang drew at the start is no suspect, unless a record set it)
+    differences = [d for d in diff(compare, bad) if d[0] not in keys.VOLATILE or d[0] in recorded]
     suspects = []
     for key, _before, _after in differences:
         t = _went_live(key, compare, bad, transitions)
