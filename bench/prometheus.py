@@ -284,11 +284,18 @@ def main() -> int:
         seconds = 86_400
         with _common.timed(f"COPY {200 * seconds:,} samples (a day, 1 s, 200 series)"):
             _common.load_fleet_metrics(day, seconds, int(seconds * 0.85))
-        load = timeline_bench.load_run(user, day.slug, seconds, args.clients, 6, 3, 150.0)
+        # Judged on the run against just-started workers (the stricter one: each worker
+        # decodes the chunks it reads for the first time); the same run once they are warm is
+        # shown beside it.
+        cold: dict[str, float] = {}
+        warm = timeline_bench.load_run(
+            user, day.slug, seconds, args.clients, 6, 3, 150.0, warm_up=10, cold=cold
+        )
         summary.append(
-            f"{args.clients} clients           p99 {load['p99']:.0f} ms (target <= 1000 ms), "
-            f"{load['errors']} errors (target 0) "
-            f"{'met' if load['p99'] <= 1000 and not load['errors'] else 'NOT MET'}"
+            f"{args.clients} clients           p99 {cold['p99']:.0f} ms (target <= 1000 ms), "
+            f"{cold['errors']} errors (target 0) "
+            f"{'met' if cold['p99'] <= 1000 and not cold['errors'] else 'NOT MET'} "
+            f"(just-started workers; warm: p99 {warm['p99']:.0f} ms, {warm['errors']} errors)"
         )
     if not args.skip_analysis:
         from bench import correlate

@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 # Run as a script, sys.path[0] is bench/, where this file would shadow the timeline package.
 sys.path[0] = str(Path(__file__).resolve().parent.parent)
@@ -175,22 +176,20 @@ def load_run(
     per_client: int,
     workers: int,
     budget_s: float,
-) -> dict[str, float]:
+    warm_up: int = 0,
+    cold: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``clients`` threads, each the whole day then ``per_client - 1`` random zooms, against
+    gunicorn with ``workers`` sync workers. With ``warm_up`` > 0, the same run is made twice
+    on the same server (other random zooms the second time): the first is reported as the
+    cold run (workers just started: their first requests pay for first imports and a new
+    Postgres session's caches; copied into ``cold``), the second is returned, after
+    ``warm_up`` uncounted zooms per worker."""
     from django.urls import reverse
 
     cookie = _common.session_cookie(user)
     path = reverse("timeline_data", args=[slug])
     with _common.gunicorn(workers) as port:
-        rng = random.Random(1)
-        # Each client: the whole day first, then zooms somewhere in it (as a user does).
-        plans = []
-        for _ in range(clients):
-            plan = [""]
-            for _ in range(per_client - 1):
-                span = rng.choice((1800, 3600, 6 * 3600))
-                a = START + dt.timedelta(seconds=rng.randrange(0, seconds - span))
-                plan.append(f"?start={iso(a)}&end={iso(a + dt.timedelta(seconds=span))}")
-            plans.append(plan)
         # The whole day once before the clients: what a viewer after an ingest pays once and
         # every later viewer gets from the shared cache (reported, not in the percentiles).
         started = time.perf_counter()
@@ -200,65 +199,105 @@ def load_run(
         conn.close()
         first_ms = (time.perf_counter() - started) * 1000
         assert first_body.startswith(b'{"figure"'), first_body[:200]
-        latencies: list[float] = []
-        by_kind: dict[str, list[float]] = {}
-        errors: list[str] = []
-        lock = threading.Lock()
-        stop_at = time.monotonic() + budget_s
+        print(f"\nload run: gunicorn {workers} workers, {clients} clients x {per_client} requests")
+        print(f"  before it: the whole day built once in {first_ms:.0f} ms (not counted below)")
+        rng = random.Random(1)
+        result = _clients(port, path, cookie, _plans(rng, seconds, clients, per_client), budget_s)
+        if warm_up:
+            _report("cold workers (just started)", result)
+            if cold is not None:
+                cold.update(result)
+            extra = _plans(rng, seconds, workers, warm_up + 1)
+            _clients(port, path, cookie, [p[1:] for p in extra], budget_s)
+            result = _clients(
+                port, path, cookie, _plans(rng, seconds, clients, per_client), budget_s
+            )
+            _report(f"warm workers (after {workers * warm_up} more uncounted zooms)", result)
+        else:
+            _report("", result)
+    return {**result, "first": first_ms}
 
-        def run(plan: list[str]) -> None:
-            for query in plan:
-                if time.monotonic() > stop_at:
-                    with lock:
-                        errors.append("not sent: time budget over")
-                    continue
-                started = time.perf_counter()
-                try:
-                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-                    conn.request("GET", path + query, headers={"Cookie": cookie})
-                    resp = conn.getresponse()
-                    body = resp.read()
-                    conn.close()
-                    ok = resp.status == 200 and body.startswith(b'{"figure"')
-                    problem = "" if ok else f"HTTP {resp.status}"
-                except OSError as exc:
-                    problem = f"{type(exc).__name__}: {exc}"
-                elapsed = time.perf_counter() - started
-                kind = "whole day" if not query else f"{_span(query) // 60} min zoom"
+
+def _plans(rng: random.Random, seconds: int, clients: int, per_client: int) -> list[list[str]]:
+    """Each client: the whole day first, then zooms somewhere in it (as a user does)."""
+    plans = []
+    for _ in range(clients):
+        plan = [""]
+        for _ in range(per_client - 1):
+            span = rng.choice((1800, 3600, 6 * 3600))
+            a = START + dt.timedelta(seconds=rng.randrange(0, seconds - span))
+            plan.append(f"?start={iso(a)}&end={iso(a + dt.timedelta(seconds=span))}")
+        plans.append(plan)
+    return plans
+
+
+def _clients(
+    port: int, path: str, cookie: str, plans: list[list[str]], budget_s: float
+) -> dict[str, Any]:
+    """One thread per plan, each request on a connection of its own; latencies by kind."""
+    latencies: list[float] = []
+    by_kind: dict[str, list[float]] = {}
+    errors: list[str] = []
+    lock = threading.Lock()
+    stop_at = time.monotonic() + budget_s
+
+    def run(plan: list[str]) -> None:
+        for query in plan:
+            if time.monotonic() > stop_at:
                 with lock:
-                    if problem:
-                        errors.append(problem)
-                    else:
-                        latencies.append(elapsed)
-                        by_kind.setdefault(kind, []).append(elapsed)
+                    errors.append("not sent: time budget over")
+                continue
+            started = time.perf_counter()
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+                conn.request("GET", path + query, headers={"Cookie": cookie})
+                resp = conn.getresponse()
+                body = resp.read()
+                conn.close()
+                ok = resp.status == 200 and body.startswith(b'{"figure"')
+                problem = "" if ok else f"HTTP {resp.status}"
+            except OSError as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+            elapsed = time.perf_counter() - started
+            kind = "whole day" if not query else f"{_span(query) // 60} min zoom"
+            with lock:
+                if problem:
+                    errors.append(problem)
+                else:
+                    latencies.append(elapsed)
+                    by_kind.setdefault(kind, []).append(elapsed)
 
-        threads = [threading.Thread(target=run, args=(p,)) for p in plans]
-        started = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=budget_s + 150)
-        wall = time.perf_counter() - started
+    threads = [threading.Thread(target=run, args=(p,)) for p in plans]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=budget_s + 150)
+    wall = time.perf_counter() - started
     p50, p99 = _common.percentiles(latencies) if latencies else (float("nan"),) * 2
-    print(f"\nload run: gunicorn {workers} workers, {clients} clients x {per_client} requests")
-    print(f"  before it: the whole day built once in {first_ms:.0f} ms (not counted below)")
-    print(
-        f"  {len(latencies)} ok, {len(errors)} errors in {wall:.1f} s "
-        f"({len(latencies) / wall:.1f} req/s); p50 {p50:.0f} ms, p99 {p99:.0f} ms"
-    )
-    for kind, times in sorted(by_kind.items()):
-        k50, k99 = _common.percentiles(times)
-        print(f"    {kind:<14} {len(times):>4} requests  p50 {k50:6.0f} ms  p99 {k99:6.0f} ms")
-    if errors:
-        print(f"  first errors: {sorted(set(errors))[:3]}")
     return {
         "p50": p50,
         "p99": p99,
         "errors": len(errors),
         "ok": len(latencies),
         "wall": wall,
-        "first": first_ms,
+        "by_kind": by_kind,
+        "first_errors": sorted(set(errors))[:3],
     }
+
+
+def _report(label: str, r: dict[str, Any]) -> None:
+    if label:
+        print(f"  {label}:")
+    print(
+        f"  {r['ok']} ok, {r['errors']} errors in {r['wall']:.1f} s "
+        f"({r['ok'] / r['wall']:.1f} req/s); p50 {r['p50']:.0f} ms, p99 {r['p99']:.0f} ms"
+    )
+    for kind, times in sorted(r["by_kind"].items()):
+        k50, k99 = _common.percentiles(times)
+        print(f"    {kind:<14} {len(times):>4} requests  p50 {k50:6.0f} ms  p99 {k99:6.0f} ms")
+    if r["errors"]:
+        print(f"  first errors: {r['first_errors']}")
 
 
 def main() -> None:
