@@ -295,3 +295,26 @@ def test_a_random_seed_sglang_draws_at_each_start_is_no_drift_and_no_suspect():
     assert not [line for line in result.drift if "random" in line]
     assert not [line for line in result.bisect if "random" in line]
     assert not [line for line in result.restarts if "random" in line]
+
+
+def test_a_docs_first_revision_states_its_env_rather_than_changing_it():
+    # The deployment doc first appears at 10:00, stating SGLANG_ENABLE_PDL=1 for a server that
+    # had been running since 07:00; read as "unset -> 1" at the 13:00 restart, it was a change
+    # nobody made (the end-to-end review, stop 29). The same key introduced by a commit is one.
+    def run(source: str):
+        inputs = Inputs(
+            changes=(
+                change("SGLANG_ENABLE_PDL", None, "1", at(10), source),
+                change("--schedule-policy", None, "lpm", at(12), "doc:D@2", scope="flag"),
+            ),
+            starts=(start(at(7), 1), start(at(13), 400, schedule_policy="'lpm'")),
+            series=wedge_after(14),
+            log_spans=(span(at(7), at(20)),),
+        )
+        return analyze(inputs)
+
+    by_doc = run("doc:DSV4_DEPLOY.md@1")
+    assert [s.change.key for s in by_doc.suspects] == ["--schedule-policy"]
+    assert not [line for line in by_doc.restarts if "SGLANG_ENABLE_PDL" in line]
+    by_commit = run("commit:9f3e")
+    assert "SGLANG_ENABLE_PDL" in [s.change.key for s in by_commit.suspects]

@@ -152,9 +152,12 @@ def build_intervals(
     ordered = sorted(starts, key=lambda s: (s.at, s.line))
     fields = known_fields(ordered)
     recorded = sorted(changes, key=lambda c: c.at)
-    carried: dict[str, str] = {}
     # Recorded keys no ServerArgs line can show (a container's image): assumed, like env vars.
     outside: set[str] = set()
+    # What a doc's first revision states for such keys held before it too, as far as anyone
+    # knows: the doc describes a deployment already running, not a change at that moment.
+    carried = _first_doc_states(recorded, fields)
+    outside.update(k for k in carried if not keys.is_env(k))
     intervals: list[LiveInterval] = []
     by_symptom = _ByTime(symptoms, [x.at for x in symptoms])
     by_request = RequestsByTime.of(requests)
@@ -214,6 +217,44 @@ def build_intervals(
         # What the log showed is what ran: the next start carries it over, not the records.
         carried = dict(values)
     return intervals
+
+
+def _doc_path(source: str) -> str | None:
+    """``doc:DSV4_DEPLOY.md@ab12`` -> ``DSV4_DEPLOY.md``; None for any other record."""
+    if not source.startswith("doc:"):
+        return None
+    return source[4:].rsplit("@", 1)[0]
+
+
+def _first_doc_states(recorded: Sequence[Change], fields: frozenset[str]) -> dict[str, str]:
+    """The env vars (and keys outside the server's flags) a doc's first revision introduces
+    when nothing recorded them before: their values, assumed to have run before it as well.
+    Read as "unset -> value" at the next start, they were a change nobody made (the state
+    before the first record is unknown, not unset). Only records made by docs alone count: a
+    commit introducing a key is a change."""
+    first_at: dict[str, dt.datetime] = {}
+    for c in recorded:
+        for source in c.sources:
+            path = _doc_path(source)
+            if path is not None and (path not in first_at or c.at < first_at[path]):
+                first_at[path] = c.at
+    states: dict[str, str] = {}
+    seen: set[str] = set()
+    for c in recorded:
+        key = canonical_change(c, fields)
+        if key in seen:
+            continue
+        seen.add(key)
+        paths = [_doc_path(source) for source in c.sources]
+        if (
+            c.old is None
+            and c.new is not None
+            and paths
+            and all(p is not None and first_at.get(p) == c.at for p in paths)
+            and (keys.is_env(key) or keys.outside_server(c.key, c.scope, fields))
+        ):
+            states[key] = c.new
+    return states
 
 
 def interval_at(intervals: Sequence[LiveInterval], t: dt.datetime) -> LiveInterval | None:
