@@ -769,7 +769,7 @@ class _LogParser:
                     line=request.line,
                 )
             )
-        for error in self.errors:
+        for error, copies in _fold_rank_copies(self.errors):
             kept = error.body_lines()
             body = "\n".join(kept).replace("```", "` ` `")
             symptom = lifecycle.symptom_of(kept, error.context)
@@ -777,6 +777,12 @@ class _LogParser:
             if error.repeats:
                 body += repeats.note(error)
                 attrs["repeats"] = error.repeats
+            if copies:
+                body += (
+                    f"\n\n(the same error on {len(copies)} more line(s) within a second, as "
+                    f"each rank logs it: lines {_first_lines(copies)})"
+                )
+                attrs["copies"] = len(copies)
             out.events.append(
                 EventRecord(
                     kind=EventKind.LOG_ERROR,
@@ -846,6 +852,40 @@ class _LogParser:
             )
         )
         return out
+
+
+_RANK_COPY_WINDOW = dt.timedelta(seconds=1)
+# A number standing alone (``rank=3``, ``GPU 3``), not inside a quoted value (a rid of digits)
+# nor inside a word (a hex rid, ``TP3``).
+_NUMBERS_OUTSIDE_QUOTES = re.compile(r"""'[^']*'|"[^"]*"|(?<![\w.])\d+(?![\w])""")
+
+
+def _number_mark(match: re.Match[str]) -> str:
+    text = match.group(0)
+    return text if text[0] in "'\"" else "#"
+
+
+def _fold_rank_copies(errors: list[_Error]) -> list[tuple[_Error, list[int]]]:
+    """The errors, each with the lines of its copies folded into it: the same headline
+    (numbers aside: ``rank=3``, ``TP3``) within a second of the first, as every TP/DP rank of
+    one server logs the same watchdog timeout or failed transfer. One incident, one event."""
+    out: list[tuple[_Error, list[int]]] = []
+    open_: dict[str, tuple[_Error, list[int]]] = {}
+    for error in errors:
+        key = _NUMBERS_OUTSIDE_QUOTES.sub(_number_mark, error.headline())
+        held = open_.get(key)
+        if (
+            held is not None
+            and error.at is not None
+            and held[0].at is not None
+            and abs(error.at - held[0].at) <= _RANK_COPY_WINDOW
+        ):
+            held[1].append(error.line)
+            continue
+        entry: tuple[_Error, list[int]] = (error, [])
+        open_[key] = entry
+        out.append(entry)
+    return out
 
 
 def _first_lines(numbers: list[int], shown: int = 5) -> str:

@@ -7,6 +7,7 @@ when make.sh regenerates them, the numbers that depend on the run change here to
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -307,7 +308,7 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
     # watchdog timeout. Errors come first, then the starts.
     "sglang/glm5_rocm_two_launches_sigquit.log": (
         "sglang_log",
-        {"log_error": 26, "server_start": 2, "log_span": 1},
+        {"log_error": 4, "server_start": 2, "log_span": 1},
         0,
         0,
         0,
@@ -315,7 +316,7 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
     ),
     "sglang/glm5_rocm_hip_oom.log": (
         "sglang_log",
-        {"log_error": 12, "server_start": 1, "log_span": 1},
+        {"log_error": 2, "server_start": 1, "log_span": 1},
         0,
         0,
         0,
@@ -333,7 +334,7 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
     ),
     "sglang/issue5034_watchdog_timeout.log": (
         "sglang_log",
-        {"log_error": 2, "log_span": 1},
+        {"log_error": 1, "log_span": 1},
         0,
         0,
         0,
@@ -452,7 +453,7 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
     ),
     "sglang/slurmv4_pd_kvtransfer_failed.log": (
         "sglang_log",
-        {"log_error": 16, "log_span": 1},
+        {"log_error": 5, "log_span": 1},
         0,
         0,
         0,
@@ -508,7 +509,7 @@ GOLDEN: dict[str, tuple[str, dict[str, int], int, int, int, str | None]] = {
     "sglang/issue11648_pd_prefill_queues.log": ("sglang_log", {"log_span": 1}, 16, 16, 1, None),
     "sglang/issue6001_long_traceback.log": (
         "sglang_log",
-        {"log_error": 3, "log_span": 1},
+        {"log_error": 2, "log_span": 1},
         0,
         0,
         0,
@@ -879,7 +880,11 @@ def test_failures_sglang_reports_at_info_are_errors() -> None:
     errors = _errors(parse("sglang/slurmv4_pd_kvtransfer_failed.log"))
     (answered,) = [e for e in errors if e.line == 16]
     transfers = [e for e in errors if e is not answered]
-    assert len(transfers) == 15
+    # 15 lines: four requests' failures, each logged once per rank in the same second, one
+    # event per request with its copies counted
+    assert len(transfers) == 4
+    assert sum(1 + e.attrs["copies"] for e in transfers) == 15
+    assert len({re.search(r"rid='(\w+)'", e.title).group(1) for e in transfers}) == 4
     assert all("with exception KVTransferError(" in e.body for e in transfers)
     # ... and the client got a 500 for it (uvicorn's access line)
     assert answered.title.endswith('"POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error')
