@@ -2,7 +2,7 @@
 SGLang server, a router's health checks): one error with its repeats' count, not hundreds.
 
 Pure. Repeats are lines of one level and source with the same words, numbers aside (a peer's
-address or port changes from line to line), less than :data:`GAP` after the last one folded.
+address or port, a buffer's hex address change from line to line), less than :data:`GAP` after the last one folded.
 Lines of several threads come out of order by microseconds: the folded error spans from the
 earliest to the latest of them.
 """
@@ -14,7 +14,8 @@ import re
 from typing import Protocol
 
 GAP = dt.timedelta(minutes=1)
-_DIGITS = re.compile(r"\d+")
+# Hex literals (a buffer's address, a pointer) first: their letters differ from line to line too.
+_NUMBERS = re.compile(r"0[xX][0-9a-fA-F]+|\d+")
 
 
 class Folding(Protocol):
@@ -28,7 +29,7 @@ class Folding(Protocol):
 
 def key(level: str, source: str, words: str) -> str:
     """What repeats of one line share."""
-    return f"{level} {source} {_DIGITS.sub('#', words.strip())}"
+    return f"{level} {source} {_NUMBERS.sub('#', words.strip())}"
 
 
 def fold(seen: Folding, at: dt.datetime | None, line: int) -> bool:

@@ -283,3 +283,19 @@ def test_a_log_opening_with_many_lines_of_other_output_is_still_recognised() -> 
     fmt = sniff.sniff("server.log", head.encode())
     assert fmt is not None and fmt.kind == "sglang_log"
     assert undated_sglang_log(head.encode()) is None
+
+
+def test_glog_repeats_that_differ_only_in_hex_addresses_fold() -> None:
+    """Mooncake's transfer errors name the buffer's address (``0x7f3a...``): its letters change
+    from line to line, and each line was an error of its own (27 of them in one paste)."""
+    from ingest.parsers.serverlog import parse_sglang_log
+    from ingest.parsers.types import ParseContext
+
+    text = "[2025-04-14 03:56:40] The server is fired up and ready to roll!\n" + "".join(
+        f"E0414 03:56:4{i}.85{i}248 77969 transfer_engine.cpp:210] Failed to register memory "
+        f"at addr 0x7f{a}a000, length 4096\n"
+        for i, a in enumerate(("3a9c", "3b0e", "c41f"))
+    )
+    result = parse_sglang_log(text.encode(), ParseContext("mc.log"))
+    (error,) = [e for e in result.events if e.kind == "log_error"]
+    assert error.attrs["repeats"] == 2
