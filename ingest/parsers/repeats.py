@@ -2,9 +2,9 @@
 SGLang server, a router's health checks): one error with its repeats' count, not hundreds.
 
 Pure. Repeats are lines of one level and source with the same words, numbers aside (a peer's
-address or port, a buffer's hex address change from line to line), less than :data:`GAP` after the last one folded.
-Lines of several threads come out of order by microseconds: the folded error spans from the
-earliest to the latest of them.
+address or port, a buffer's hex address change from line to line), less than :data:`GAP` after
+the last one folded. Lines of several threads come out of order by microseconds: the folded
+error spans from the earliest to the latest of them.
 """
 
 from __future__ import annotations
