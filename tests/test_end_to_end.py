@@ -204,6 +204,9 @@ def test_a_git_log_with_unread_config_changes_is_a_caveat_of_the_analysis(
     logs = Artifact.objects.filter(incident=incident, name__endswith=".gitlog")
     unread = sum(a.counts.get("config_unread", 0) for a in logs)
     assert unread > 0
+    from timeline.analysis import load_inputs
+
+    assert load_inputs(incident).unread_changes == unread  # (drift reasons name it)
     analysis_request(incident_id=incident.pk)
     analysis = analysis_run(incident_id=incident.pk)
     assert analysis is not None and analysis.status == RunStatus.DONE

@@ -133,7 +133,13 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
         marks=Marks(last_good=incident.last_good_at, first_bad=incident.first_bad_at),
         params=params or Params(),
         warnings=remote_warnings + unread,
+        unread_changes=_unread_count(unread),
     )
+
+
+def _unread_count(unread: tuple[str, ...]) -> int:
+    """The count :func:`_config_unread`'s caveat opens with (0: none)."""
+    return int(unread[0].split(" ", 1)[0]) if unread else 0
 
 
 def _config_unread(cur: Any, incident: Incident) -> tuple[str, ...]:

@@ -318,3 +318,33 @@ def test_a_docs_first_revision_states_its_env_rather_than_changing_it():
     assert not [line for line in by_doc.restarts if "SGLANG_ENABLE_PDL" in line]
     by_commit = run("commit:9f3e")
     assert "SGLANG_ENABLE_PDL" in [s.change.key for s in by_commit.suspects]
+
+
+def test_drift_says_when_unread_patches_may_hold_its_record():
+    # A value recorded nowhere is drift, unless it may be recorded where nothing could be read
+    # (a saved `git log -p` whose hunk lacked its context): the end-to-end review (stop 29) saw
+    # "no doc or commit records this value" for a change sitting in such a hunk.
+    def run(unread: int):
+        inputs = Inputs(
+            changes=(),
+            starts=(start(at(7), 1), start(at(13), 400, schedule_policy="'lpm'")),
+            series=wedge_after(14),
+            log_spans=(span(at(7), at(20)),),
+            unread_changes=unread,
+        )
+        return analyze(inputs)
+
+    plain = run(0)
+    assert plain.suspects[0].reasons[1] == (
+        "drift: no doc or commit records this value; it is read from the server log"
+    )
+    told = run(3)
+    assert (
+        told.suspects[0]
+        .reasons[1]
+        .endswith(
+            "; 3 config change(s) in git log patches could not be read, and a record of it may be "
+            "among them"
+        )
+    )
+    assert any("could not be read" in line for line in told.drift)

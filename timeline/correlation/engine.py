@@ -65,7 +65,7 @@ from timeline.correlation.types import (
     from_us,
     to_us,
 )
-from timeline.correlation.verdicts import rank_live
+from timeline.correlation.verdicts import DRIFT_ORIGIN, rank_live
 from timeline.correlation.windows import Moment, find_first_bad, find_last_good
 
 MODEL_QUALITY = "model quality"
@@ -415,6 +415,18 @@ def _analyze_live(
     need = params.stable_load_min
     story = [describe(i, intervals[i.index - 1] if i.index else None, need) for i in intervals]
     suspects = [_with_controls(s, controls, first.at, need) for s in ranking.suspects]
+    drift = drift_lines(changes, deployments, intervals)
+    if inputs.unread_changes:
+        # A value recorded nowhere that was read may be recorded where nothing could be read.
+        unread = (
+            f"; {inputs.unread_changes} config change(s) in git log patches could not be "
+            "read, and a record of it may be among them"
+        )
+        suspects = [
+            replace(s, reasons=tuple(r + unread if r == DRIFT_ORIGIN else r for r in s.reasons))
+            for s in suspects
+        ]
+        drift = [line + unread if "no doc or commit records" in line else line for line in drift]
     for _, line in controls:
         story += [describe(i, line[i.index - 1] if i.index else None, need) for i in line]
     last_good = ranking.good.begin if ranking.good is not None else None
@@ -434,7 +446,7 @@ def _analyze_live(
         ruled_out=tuple(ruled_out),
         warnings=tuple(warnings),
         bisect=tuple(ranking.bisect),
-        drift=tuple(drift_lines(changes, deployments, intervals)),
+        drift=tuple(drift),
         restarts=tuple(story),
     )
     return result, []

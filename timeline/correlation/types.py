@@ -421,6 +421,9 @@ class Inputs:
     params: Params = Params()
     # What the glue could not load (a remote series whose server failed), said first.
     warnings: tuple[str, ...] = ()
+    # Config changes the incident's git log patches show but could not be read: a value that
+    # ran with no record may have been recorded in one of them.
+    unread_changes: int = 0
 
 
 @dataclass(frozen=True)

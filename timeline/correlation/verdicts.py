@@ -205,6 +205,9 @@ def _prior(key: str, kind: str) -> tuple[float, str]:
     )
 
 
+DRIFT_ORIGIN = "drift: no doc or commit records this value; it is read from the server log"
+
+
 def _suspect(
     key: str,
     good: LiveInterval,
@@ -229,7 +232,7 @@ def _suspect(
     live_line += f": {keys.shown(before)} ran before, {keys.shown(after)} after"
     record = t.change if t is not None else None
     if record is None or t is None or t.drift:
-        origin = "drift: no doc or commit records this value; it is read from the server log"
+        origin = DRIFT_ORIGIN
         sources: tuple[str, ...] = (f"live:{live_at.where}",)
         recorded_at = None
     else:
