@@ -113,6 +113,9 @@ _NOTICES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("abort", re.compile(r"Abort request (?P<rid>[\w-]+)\s*$")),
 )
 _NOTICE_RIDS = 20  # rids kept per folded notice
+# What SGLang's watchdog prints of the batch it was running when it fired.
+_BATCH_REQS = "self.cur_batch.reqs=["
+_BATCH_RID_RE = re.compile(r"\bReq\(rid=([\w-]+)")
 # A line that starts a crash record even without an ERROR level.
 # SGLang's own report of a failure it caught, at INFO level: "Prefill transfer failed for
 # request ... with exception KVTransferError(...): Decode instance could be dead".
@@ -191,6 +194,7 @@ class _Error:
     repeats: int = 0
     last_at: dt.datetime | None = None
     last_line: int = 0
+    rids: list[str] = field(default_factory=list)  # requests it names (a watchdog's batch)
 
     def __post_init__(self) -> None:
         self.framing = any(_TRACEBACK in raw for raw in self.lines)
@@ -402,8 +406,10 @@ class _LogParser:
             self.request_line(message, at, lineno)
         elif (args_at := serverargs.find(message)) != -1:
             self.server_args(message, args_at, at, lineno)
-        elif self.notice(message, at, match.group(8), lineno):
-            pass
+        elif self.notice(message, at, match.group(8), lineno) or (
+            _BATCH_REQS in message and self.batch_of_error(message, at, raw)
+        ):
+            pass  # folded into an event of its kind, or into the error it belongs to
         else:
             self.life.message(at, lineno, message)
             if (
@@ -521,6 +527,18 @@ class _LogParser:
                 lineno, at or self.current, title.strip()[:_TITLE_MAX], [raw], context=self.message
             )
             self.errors.append(self.error)
+
+    def batch_of_error(self, message: str, at: dt.datetime, raw: str) -> bool:
+        """The batch a watchdog prints after its timeout (``self.cur_batch.reqs=[Req(rid=...``):
+        the rids it was running go to that error (the latest one, of the same second)."""
+        error = self.errors[-1] if self.errors else None
+        if error is None or error.at is None or abs(at - error.at) > _RANK_COPY_WINDOW:
+            return False
+        for rid in _BATCH_RID_RE.findall(message):
+            if rid not in error.rids and len(error.rids) < _NOTICE_RIDS:
+                error.rids.append(rid)
+        error.add(raw)
+        return True
 
     def notice(self, message: str, at: dt.datetime, ranks: str, lineno: int) -> bool:
         """A line saying what the server did to running requests (see _NOTICES): folded into
@@ -777,6 +795,8 @@ class _LogParser:
             if error.repeats:
                 body += repeats.note(error)
                 attrs["repeats"] = error.repeats
+            if error.rids:
+                attrs["rids"] = list(error.rids)
             if copies:
                 body += (
                     f"\n\n(the same error on {len(copies)} more line(s) within a second, as "
@@ -881,6 +901,9 @@ def _fold_rank_copies(errors: list[_Error]) -> list[tuple[_Error, list[int]]]:
             and abs(error.at - held[0].at) <= _RANK_COPY_WINDOW
         ):
             held[1].append(error.line)
+            for rid in error.rids:  # (each rank's watchdog names its own batch)
+                if rid not in held[0].rids and len(held[0].rids) < _NOTICE_RIDS:
+                    held[0].rids.append(rid)
             continue
         entry: tuple[_Error, list[int]] = (error, [])
         open_[key] = entry

@@ -292,6 +292,8 @@ def test_real_errors_carry_their_symptom_and_the_exception_as_headline() -> None
     (timeout,) = [e for e in watchdog if e.kind == EventKind.LOG_ERROR]
     assert timeout.attrs["symptom"] == SymptomKind.WATCHDOG_TIMEOUT
     assert timeout.attrs["copies"] == 1
+    # the batch the watchdog printed after it: the request it was running when it fired
+    assert timeout.attrs["rids"] == ["71d702268ab8458b98bc40e7667f80ec"]
 
 
 def test_a_traceback_under_one_request_is_an_error_but_no_crash() -> None:
