@@ -82,3 +82,19 @@ def test_env_ones_and_zeros_are_booleans_but_flag_numbers_are_numbers():
 
 def test_a_logged_value_is_never_executed():
     assert keys.effective("__import__('os').system('true')") == "__import__('os').system('true')"
+
+
+def test_only_config_keys_that_no_server_args_line_can_show_are_outside_the_server():
+    from timeline.correlation.keys import outside_server
+
+    fields = {"chunked_prefill_size", "model_path", "tp_size"}
+    assert outside_server("services.sglang.image", "file", fields)
+    assert outside_server("spec.template.spec.containers[0].resources.limits", "file", fields)
+    # the command line itself holds flags: the ServerArgs line judges them (an end-to-end
+    # review's compose `command:` edit that ServerArgs showed had not run)
+    assert not outside_server("services.sglang.command", "file", fields)
+    assert not outside_server("services.sglang.entrypoint", "file", fields)
+    assert not outside_server("spec.template.spec.containers[0].args", "file", fields)
+    assert not outside_server("server.chunked_prefill_size", "file", fields)  # a field
+    assert not outside_server("SGLANG_ENABLE_PDL", "env", fields)
+    assert not outside_server("Docker image", "table", fields)  # a doc's prose row

@@ -84,6 +84,11 @@ def field_of(key: str, scope: str, fields: Collection[str]) -> str | None:
     return matches[0] if len(matches) == 1 else None
 
 
+# Keys that hold the server's command line (compose's command / entrypoint, Kubernetes' args):
+# what they change are flags, and the ServerArgs line shows whether those ran.
+_LAUNCH_KEY = re.compile(r"(?:^|\.)(?:command|entrypoint|args)(?:\[\d+\])?(?:\.|$)")
+
+
 def outside_server(key: str, scope: str, fields: Collection[str]) -> bool:
     """A setting no ServerArgs line can show: a key of a config file (compose, Kubernetes, Helm
     values) that is not an env var and names no ServerArgs field, such as
@@ -93,6 +98,8 @@ def outside_server(key: str, scope: str, fields: Collection[str]) -> bool:
     and the ServerArgs line shows whether those ran."""
     if scope != Scope.FILE or is_env(key, scope):
         return False
+    if _LAUNCH_KEY.search(key):
+        return False  # the command line itself: its flags show in ServerArgs
     return field_of(key, scope, fields) is None
 
 
