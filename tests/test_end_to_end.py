@@ -79,7 +79,10 @@ def test_analyze_json_prints_exactly_one_object_with_the_public_shape(sample_bun
     assert set(payload) == {
         "incident",
         "first_bad",
+        "first_bad_reason",
         "last_good",
+        "last_good_reason",
+        "warnings",
         "suspects",
         "excluded",
         "ruled_out",
@@ -88,6 +91,7 @@ def test_analyze_json_prints_exactly_one_object_with_the_public_shape(sample_bun
         "restarts",
         "weights",
     }
+    assert payload["first_bad_reason"] and payload["warnings"]
     assert payload["weights"] == {"version": WEIGHTS_VERSION, "values": weights()}
     # The sample's first bad moment falls in its first logged start: ranked as before issue 13.
     assert payload["bisect"] == payload["drift"] == payload["restarts"] == []

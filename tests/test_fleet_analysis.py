@@ -84,3 +84,41 @@ def test_the_stored_analysis_convicts_node_as_change_with_node_b_as_control(flee
         e.startswith("control logs/node-b.log never ran --chunked-prefill-size=16384")
         for e in top["live"]["evidence_for"]
     )
+
+
+def test_a_rotated_log_pairs_a_request_across_its_files_through_postgres(db, team, tmp_path):
+    """server.log.1 then server.log: the Finish of a request received before the cut is in the
+    next file; the parser keeps it, the analysis pairs it (one server, one request)."""
+    from timeline.correlation.engine import analyze
+
+    root = tmp_path / "rotated"
+    (root / "logs").mkdir(parents=True)
+    (root / "incident.toml").write_text('title = "Rotated"\ntimezone = "UTC"\n')
+    t0 = DAY + dt.timedelta(hours=7)
+    first = [
+        f"{_stamp(t0)} server_args=ServerArgs({ARGS}, chunked_prefill_size=8192)",
+        f"{_stamp(t0 + dt.timedelta(seconds=30))} The server is fired up and ready to roll!",
+        f"{_stamp(DAY + dt.timedelta(hours=10, minutes=59, seconds=40))} Receive: "
+        "obj=GenerateReqInput(rid='across', text='hi', stream=True)",
+        f"{_stamp(DAY + dt.timedelta(hours=11))} Decode batch. #running-req: 1, #token: 9, "
+        "token usage: 0.00, gen throughput (token/s): 9.00, #queue-req: 0",
+    ]
+    second = [
+        f"{_stamp(DAY + dt.timedelta(hours=11, seconds=13))} Finish: "
+        "obj=GenerateReqInput(rid='across'), out={}",
+        f"{_stamp(DAY + dt.timedelta(hours=12))} Decode batch. #running-req: 0, #token: 0, "
+        "token usage: 0.00, gen throughput (token/s): 0.00, #queue-req: 0",
+    ]
+    (root / "logs" / "server.log.1").write_text("\n".join(first) + "\n")
+    (root / "logs" / "server.log").write_text("\n".join(second) + "\n")
+    call_command(
+        "ingest", str(root), incident="rotated", team=team.name, stdout=StringIO(),
+        stderr=StringIO(),
+    )  # fmt: skip
+    inputs = load_inputs(Incident.objects.get(slug="rotated"))
+    assert [(rid, at) for _, rid, at in inputs.finishes] == [
+        ("across", DAY + dt.timedelta(hours=11, seconds=13))
+    ]
+    result = analyze(inputs)
+    assert not [s for s in result.symptoms if "across" in s.title]
+    assert any("finished in its next file" in w for w in result.warnings)

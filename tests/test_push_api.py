@@ -144,7 +144,10 @@ def test_the_analysis_endpoint_returns_the_public_shape(client, incident, token)
     assert set(response.json()) == {
         "incident",
         "first_bad",
+        "first_bad_reason",
         "last_good",
+        "last_good_reason",
+        "warnings",
         "suspects",
         "excluded",
         "ruled_out",

@@ -104,3 +104,7 @@ def test_through_the_ingest_path_the_starts_are_at_the_shippers_moment(incident,
     assert any("shipper" in w and "at UTC" in w for w in artifact.counts["warnings"])
     first = Event.objects.filter(incident=incident).order_by("at").values_list("at", flat=True)[0]
     assert first == FIRST_UTC
+    # ... and the analysis says it too (not only the file's own record)
+    from timeline.analysis import load_inputs
+
+    assert any("shipper" in w and "at UTC" in w for w in load_inputs(incident).warnings)

@@ -6,8 +6,9 @@ atomically; a run older than the incident's newest request never overwrites a ne
 
 from __future__ import annotations
 
+import datetime as dt
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -100,15 +101,19 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
             cur.execute(
                 "SELECT id, (EXTRACT(EPOCH FROM at) * 1000000)::int8, "
                 "(EXTRACT(EPOCH FROM COALESCE(ends_at, at)) * 1000000)::int8, "
-                "COALESCE(artifact_id, 0) FROM timeline_event "
+                "COALESCE(artifact_id, 0), attrs->'finishes', attrs->>'zone_note' "
+                "FROM timeline_event "
                 # (a router's log span says nothing of whether the servers were logging)
                 "WHERE incident_id = %s AND kind = %s AND NOT attrs ? 'router'",
                 [incident.pk, EventKind.LOG_SPAN],
             )
+            rows = cur.fetchall()
             spans = tuple(
                 LogSpan(ref=pk, start=from_us(at), end=from_us(ends), source=source)
-                for pk, at, ends, source in cur.fetchall()
+                for pk, at, ends, source, _, _ in rows
             )
+            finishes = _orphan_finishes(rows)
+            zones = tuple(note for *_, note in rows if note)
             starts, errors = live_inputs.load_live(cur, incident)
             # Remote series the engine reads: their raw samples for the incident's window, not
             # stored.
@@ -132,9 +137,34 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
         errors=errors,
         marks=Marks(last_good=incident.last_good_at, first_bad=incident.first_bad_at),
         params=params or Params(),
-        warnings=remote_warnings + unread,
+        warnings=remote_warnings + unread + zones,
         unread_changes=_unread_count(unread),
+        finishes=finishes,
     )
+
+
+def _orphan_finishes(rows: Sequence[Any]) -> tuple[tuple[int, str, dt.datetime], ...]:
+    """The Finish lines each server log kept without their Receive (a rotated log's first
+    lines): (its source, rid, time)."""
+    out = []
+    for row in rows:
+        source, raw = row[3], _json(row[4])
+        if isinstance(raw, dict):
+            for rid, stamp in raw.items():
+                when = _iso_time(stamp)
+                if when is not None:
+                    out.append((source, str(rid), when))
+    return tuple(out)
+
+
+def _iso_time(value: Any) -> dt.datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        t = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return t if t.utcoffset() is not None else None
 
 
 def _unread_count(unread: tuple[str, ...]) -> int:

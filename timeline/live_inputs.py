@@ -61,6 +61,7 @@ def load_live(
                 ends_at=None if ends is None else from_us(ends),
                 where=name,
                 source=source,
+                shut_down=bool(attrs.get("shutdown_at")),
             )
         )
     cur.execute(

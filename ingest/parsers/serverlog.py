@@ -113,6 +113,7 @@ _NOTICES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("abort", re.compile(r"Abort request (?P<rid>[\w-]+)\s*$")),
 )
 _NOTICE_RIDS = 20  # rids kept per folded notice
+_ORPHANS_KEPT = 10_000  # Finish lines without their Receive kept per file
 # What SGLang's watchdog prints of the batch it was running when it fired.
 _BATCH_REQS = "self.cur_batch.reqs=["
 _BATCH_RID_RE = re.compile(r"\bReq\(rid=([\w-]+)")
@@ -338,6 +339,11 @@ class _LogParser:
         self.unplaced_batches: list[int] = []  # batch lines without a readable [time]
         self.glued: list[int] = []  # records read from a [time] after other text
         self.glog_errors: dict[str, _Error] = {}  # the latest error of each glog line
+        self.zone_note = ""  # the zone a shipper's times put the log in, when not the incident's
+        # Finish lines whose Receive is not in this file (a rotated log's first lines): rid ->
+        # its time, for the analysis to pair with the file before (the first _ORPHANS_KEPT).
+        self.orphan_finishes: dict[str, dt.datetime] = {}
+        self.orphans_over = 0
         # Folded notices (see _NOTICES), in order: [kind, the event, its rids, the count], and
         # the latest of each kind.
         self.notice_events: list[_Notice] = []
@@ -710,8 +716,12 @@ class _LogParser:
         if request is None:
             self.warnings.append(
                 f"{self.file}:{lineno}: Finish for request {rid} whose Receive is not in this "
-                "file; no request event"
+                "file; no request event (kept for the same server's earlier log, if given)"
             )
+            if len(self.orphan_finishes) < _ORPHANS_KEPT:
+                self.orphan_finishes.setdefault(rid, at)
+            else:
+                self.orphans_over += 1
         elif request.finished is not None:
             self.warnings.append(
                 f"{self.file}:{lineno}: request {rid} finished twice; kept the first"
@@ -747,6 +757,11 @@ class _LogParser:
                 f"their [YYYY-MM-DD HH:MM:SS] (a progress bar's redraw, a paste's prefix; lines "
                 f"{_first_lines(self.glued)}); read from their [time] on, the text before it "
                 "left out"
+            )
+        if self.orphans_over:
+            out.warnings.append(
+                f"{self.file}: {self.orphans_over} more Finish lines without their Receive than "
+                f"the {_ORPHANS_KEPT} kept to pair with an earlier log of the same server"
             )
         if self.batch_overwritten:
             out.warnings.append(
@@ -860,6 +875,12 @@ class _LogParser:
                     "lines": total_lines,
                     "requests": len(self.requests),
                     "unfinished": unfinished,
+                    **(
+                        {"finishes": {r: t.isoformat() for r, t in self.orphan_finishes.items()}}
+                        if self.orphan_finishes
+                        else {}
+                    ),
+                    **({"zone_note": self.zone_note} if self.zone_note else {}),
                     # local times a DST change made ambiguous or impossible, and how they were
                     # read: checked against epoch-stamped metrics at load (services.clockcheck)
                     **(
@@ -929,6 +950,7 @@ def parse_sglang_log(data: bytes, ctx: ParseContext) -> ParseResult:
     parser = _LogParser(ctx)
     if zone_note:
         parser.warnings.append(zone_note)
+        parser.zone_note = zone_note
     for lineno, raw in enumerate(lines, 1):
         parser.line(raw, lineno)
     return parser.result(len(lines))

@@ -123,3 +123,89 @@ def test_starts_of_one_log_or_of_no_known_log_are_one_server_as_before():
     )
     (one,) = servers.group(unknown, ())
     assert len(one.starts) == 4
+
+
+# --- what a second review (stop 30) found ------------------------------------------------------
+
+
+def test_a_copy_of_one_nodes_log_cut_while_a_request_ran_is_no_symptom_of_that_node():
+    # node-b's log was copied at 11:30 with a request still running; node-a's log went on.
+    # Another server logging says nothing of node-b's request: its fate is unknown.
+    inputs = fleet_incident()
+    cut = Request(next(_refs), "b-cut", at(11, 25), None, source=B)
+    b_requests = [r for r in inputs.requests if r.source == B and r.received_at < at(11, 20)]
+    a_requests = [r for r in inputs.requests if r.source == A]
+    starts = tuple(s for s in inputs.starts if s.source == A or s.at < at(11))
+    result = analyze(
+        Inputs(
+            changes=inputs.changes,
+            starts=starts,
+            requests=(*a_requests, *b_requests, cut),
+            log_spans=(
+                LogSpan(next(_refs), at(7), at(16), source=A),
+                LogSpan(next(_refs), at(7, 5), at(11, 30), source=B),
+            ),
+        )
+    )
+    assert result.first_bad == at(14)
+    assert not [s for s in result.symptoms if "b-cut" in s.title]
+    assert result.suspects[0].live is not None
+    assert result.suspects[0].live.key == "chunked_prefill_size"
+
+
+def test_a_rotated_log_is_one_server_whose_requests_and_start_run_across_the_cut():
+    # server.log.1 (07:00-11:00, starts at 07:00 and 09:30) then server.log (11:00:05-16:00,
+    # no start): the request received at 10:59:40 finished at 11:00:13 in the next file, and
+    # the 09:30 start served until the end, not until 11:00.
+    one, two = 31, 32
+    s1 = ServerStart(
+        next(_refs), at(7), 1, ARGS, where="server.log.1", source=one, ends_at=at(9, 30)
+    )
+    s2 = ServerStart(
+        next(_refs), at(9, 30), 800, {**ARGS, "schedule_policy": "'lpm'"},
+        where="server.log.1", source=one, ends_at=at(11),
+    )  # fmt: skip
+    across = Request(next(_refs), "r-across", at(10, 59, 40), None, source=one)
+    before = requests(one, at(7, 1), at(10, 58), done=True)
+    after = requests(two, at(11, 1), at(14), done=True)
+    dropped = requests(two, at(14), at(15), done=False)
+    result = analyze(
+        Inputs(
+            changes=(change("--schedule-policy", "fcfs", "lpm", at(9), "doc:D@2", scope="flag"),),
+            starts=(s1, s2),
+            requests=(*before, across, *after, *dropped),
+            log_spans=(
+                LogSpan(next(_refs), at(7), at(11), source=one),
+                LogSpan(next(_refs), at(11, 0, 5), at(16), source=two),
+            ),
+            finishes=((two, "r-across", at(11, 0, 13)),),
+        )
+    )
+    assert not [s for s in result.symptoms if "r-across" in s.title]
+    assert any("1 request(s) received in one file" in w for w in result.warnings)
+    assert result.first_bad == at(14)
+    assert not [w for w in result.warnings if "servers' logs ran side by side" in w]
+    # the 09:30 start's interval runs past the cut: its load is not just 1 h 30 min
+    story = next(line for line in result.restarts if "(server.log.1:800)" in line)
+    assert "1 h 30 min" not in story and "carried 5 h" in story
+
+
+def test_a_drained_control_that_ran_the_value_is_not_said_to_have_carried_load():
+    # node-b took the change at 12:30 but served one request after it: its "load" is its own
+    # requests, not the fleet's metrics.
+    inputs = fleet_incident()
+    starts = (*inputs.starts[:3], start(B, at(12, 30), 880, chunked_prefill_size="16384"))
+    b_requests = [r for r in inputs.requests if r.source == B and r.received_at < at(12, 30)]
+    one_more = Request(next(_refs), "b-late", at(15), at(15, 0, 20), source=B)
+    a_requests = [r for r in inputs.requests if r.source == A]
+    result = analyze(
+        Inputs(
+            changes=inputs.changes,
+            starts=starts,
+            requests=(*a_requests, *b_requests, one_more),
+            log_spans=inputs.log_spans,
+        )
+    )
+    top = result.suspects[0]
+    assert top.live is not None and top.live.key == "chunked_prefill_size"
+    assert not [e for e in top.live.evidence_against if "control" in e]

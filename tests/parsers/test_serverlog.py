@@ -106,7 +106,13 @@ def test_log_span_covers_first_to_last_timestamp_with_counts() -> None:
     assert span.lane == Lane.SERVER
     assert (span.at, span.ends_at) == (at("15:39:40"), at("15:42:05"))
     assert span.key == "sglang_wedge.log:2026-11-20T23:39:40+00:00:2026-11-20T23:42:05+00:00"
-    assert span.attrs == {"lines": 42, "requests": 5, "unfinished": 2}
+    assert span.attrs == {
+        "lines": 42,
+        "requests": 5,
+        "unfinished": 2,
+        # a Finish whose Receive is not in this file, kept for an earlier log of the server
+        "finishes": {"ffee0000aaaa1111bbbb2222cccc3333": "2026-11-20T23:39:55+00:00"},
+    }
 
 
 def test_only_real_server_errors_become_error_events() -> None:
@@ -189,8 +195,11 @@ def test_finish_without_receive_is_a_warning_and_no_event() -> None:
     result = parse(text)
     assert requests(result) == {}
     assert result.warnings == [
-        "server.log:1: Finish for request lost whose Receive is not in this file; no request event"
+        "server.log:1: Finish for request lost whose Receive is not in this file; no request "
+        "event (kept for the same server's earlier log, if given)"
     ]
+    (span,) = [e for e in result.events if e.kind == EventKind.LOG_SPAN]
+    assert span.attrs["finishes"] == {"lost": "2026-11-20T23:40:07+00:00"}
 
 
 # --- errors and lines -----------------------------------------------------------------------------

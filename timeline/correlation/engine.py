@@ -108,7 +108,9 @@ def _check_wedges(inputs: Inputs, metrics: Metrics, warnings: list[str]) -> list
     return find_wedges(metrics, inputs.params)
 
 
-def _check_requests(inputs: Inputs, warnings: list[str]) -> list[Symptom]:
+def _check_requests(
+    inputs: Inputs, warnings: list[str], server_of: dict[int, int] | None = None
+) -> list[Symptom]:
     if not inputs.requests and not inputs.log_spans:
         warnings.append("no server logs were given: dropped requests were not checked")
         return []
@@ -118,7 +120,7 @@ def _check_requests(inputs: Inputs, warnings: list[str]) -> list[Symptom]:
             "no server log span was given, so whether the server kept logging is unknown: "
             "unfinished requests count as unknown, not dropped"
         )
-    verdict = find_dropped_requests(inputs.requests, inputs.log_spans, timeout)
+    verdict = find_dropped_requests(inputs.requests, inputs.log_spans, timeout, server_of)
     if verdict.unknown:
         unknown = Requests.of(verdict.unknown)
         first = unknown.row(int(np.argmin(unknown.received_us)))
@@ -282,8 +284,21 @@ def analyze(inputs: Inputs) -> Result:
     if not merged:
         warnings.append("no configuration changes were given: there is nothing to rank")
 
+    # Which logs are one server's (node-a, node-b; a rotated log's files), and the requests
+    # whose Finish another file of the same server logged.
+    servers = fleet.group(inputs.starts, inputs.log_spans)
+    server_of = fleet.server_of_source(servers)
+    paired_requests, paired = fleet.pair_finishes(
+        Requests.of(inputs.requests), inputs.finishes, server_of
+    )
+    if paired:
+        inputs = replace(inputs, requests=paired_requests)
+        warnings.append(
+            f"{paired} request(s) received in one file of a server's log finished in its next "
+            "file (a rotated log): read as one request each"
+        )
     metrics = prepare_metrics(inputs.series)
-    found = _check_wedges(inputs, metrics, warnings) + _check_requests(inputs, warnings)
+    found = _check_wedges(inputs, metrics, warnings) + _check_requests(inputs, warnings, server_of)
     if inputs.harness:
         found += find_harness_failures(inputs.harness)
     else:
@@ -294,7 +309,7 @@ def analyze(inputs: Inputs) -> Result:
     until = _data_end(inputs, metrics, symptoms)
     _check_clocks(inputs, symptoms, warnings)  # before the live branch: it says them too
     if inputs.starts:
-        live, note = _analyze_live(inputs, merged, symptoms, load, until, list(warnings))
+        live, note = _analyze_live(inputs, merged, symptoms, load, until, list(warnings), servers)
         if live is not None:
             return live
         warnings.extend(note)
@@ -364,13 +379,16 @@ def _analyze_live(
     load: Load | None,
     until: dt.datetime | None,
     warnings: list[str],
+    servers: Sequence[fleet.Server] = (),
 ) -> tuple[Result | None, list[str]]:
     """The deploy-aware analysis: what ran, start by start. None (and why) when the starts
     cannot place the first bad moment: then the recorded changes are ranked as before.
     """
     params = inputs.params
     recorded = [c for c in merged if not all(s.startswith("live:") for s in c.sources)]
-    inputs, found, load, controls = _one_server(inputs, found, load, until, recorded, warnings)
+    inputs, found, load, controls = _one_server(
+        inputs, found, load, until, recorded, warnings, servers
+    )
     by_time = RequestsByTime(inputs.requests)  # sorted and indexed once for the three reads
     rough = build_intervals(inputs.starts, recorded, found, by_time, load, until)
     kept, cut = cut_by_restart(found, inputs.requests, rough, params.request_timeout)
@@ -427,7 +445,7 @@ def _analyze_live(
             for s in suspects
         ]
         drift = [line + unread if "no doc or commit records" in line else line for line in drift]
-    for _, line in controls:
+    for _, line, _ in controls:
         story += [describe(i, line[i.index - 1] if i.index else None, need) for i in line]
     last_good = ranking.good.begin if ranking.good is not None else None
     if ranking.good is not None and ranking.last_good_reason.startswith("operator mark"):
@@ -452,7 +470,7 @@ def _analyze_live(
     return result, []
 
 
-Controls = list[tuple[fleet.Server, list[LiveInterval]]]
+Controls = list[tuple[fleet.Server, list[LiveInterval], Load | None]]
 
 
 def _one_server(
@@ -462,12 +480,15 @@ def _one_server(
     until: dt.datetime | None,
     recorded: Sequence[Change],
     warnings: list[str],
+    servers: Sequence[fleet.Server],
 ) -> tuple[Inputs, Sequence[Symptom], Load | None, Controls]:
     """With several servers' logs: the inputs of the server the analysis follows (the one whose
     log shows the first symptom: its starts, its requests, the symptoms of its log or of none),
     and each other server's own line of intervals, as controls (see ``servers``)."""
-    servers = fleet.group(inputs.starts, inputs.log_spans)
+    servers = [s for s in servers if s.starts]
     if len(servers) < 2:
+        if servers:  # (a rotated log's starts run on into its next file)
+            inputs = replace(inputs, starts=servers[0].starts)
         return inputs, found, load, []
     table = Requests.of(inputs.requests)
     owner = fleet.owners(found, table, inputs.errors, servers)
@@ -482,14 +503,15 @@ def _one_server(
         return inputs, found, load, []
     focused = servers[k]
     own_requests = fleet.requests_of(table, focused)
-    by_requests = load is not None and load.source != "metrics"
     controls: Controls = []
     for j, server in enumerate(servers):
         if j == k:
             continue
         theirs = fleet.requests_of(table, server)
         symptoms = [s for s, o in zip(found, owner, strict=True) if o == j]
-        their_load = load_from_requests(theirs) if by_requests or load is None else load
+        # A server's load is its own requests: the metrics read from every log are the
+        # fleet's (one node busy, another drained).
+        their_load = load_from_requests(theirs) if len(theirs) else None
         rough = build_intervals(server.starts, recorded, symptoms, theirs, their_load, until)
         params = inputs.params
         kept, _ = cut_by_restart(symptoms, theirs, rough, params.request_timeout)
@@ -497,7 +519,7 @@ def _one_server(
         line = build_intervals(
             server.starts, recorded, sort_symptoms(kept), theirs, their_load, until
         )
-        controls.append((server, line))
+        controls.append((server, line, their_load))
     warnings.append(
         f"{len(servers)} servers' logs ran side by side ({names}): the analysis follows "
         f"{focused.name}, whose log shows the first symptom, on its own starts; the other "
@@ -505,7 +527,7 @@ def _one_server(
     )
     mine = [s for s, o in zip(found, owner, strict=True) if o in (None, k)]
     inputs = replace(inputs, starts=focused.starts, requests=own_requests)
-    if by_requests:
+    if len(own_requests):
         load = load_from_requests(own_requests)
     return inputs, mine, load, controls
 
@@ -523,7 +545,7 @@ def _with_controls(
     evidence_for = list(live.evidence_for)
     evidence_against = list(live.evidence_against)
     shown = f"{keys.display(live.key)}={keys.shown(live.after)}"
-    for server, line in controls:
+    for server, line, their_load in controls:
         ran = [i for i in line if keys.effective(i.value(live.key), scope) == after]
         if ran:
             sick = [i for i in ran if i.symptoms]
@@ -542,6 +564,9 @@ def _with_controls(
             continue
         since = [i for i in line if first_bad is None or i.end is None or i.end > first_bad]
         loaded = sum((i.loaded for i in since), dt.timedelta(0))
+        ends = [i.end for i in since if i.end is not None]
+        if their_load is not None and first_bad is not None and ends:
+            loaded = their_load.loaded(first_bad, max(ends))  # from the first bad moment on
         if since and not any(i.symptoms for i in since):
             kept = keys.shown(since[-1].value(live.key))
             evidence_for.append(

@@ -23,11 +23,19 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from timeline.correlation.types import LogSpan, LogSymptom, Requests, ServerStart, Symptom
+from timeline.correlation.types import (
+    LogSpan,
+    LogSymptom,
+    Requests,
+    ServerStart,
+    Symptom,
+    strings_at,
+    to_us,
+)
 
 # Two logs that overlap by less than this are one server's files, cut at a rotation.
 ROTATION_OVERLAP = dt.timedelta(minutes=1)
@@ -50,40 +58,100 @@ def _stem(name: str) -> str:
 
 
 def group(starts: Sequence[ServerStart], spans: Sequence[LogSpan]) -> list[Server]:
-    """The servers the starts belong to, in order of their first start. Starts of an unknown
-    log (source 0) are one server with every log that does not overlap it."""
+    """The servers of the incident's logs, in order of their first time. Every log (a source
+    with starts or a span) belongs to one; starts of an unknown log (source 0) are one server.
+    A start that ends only because its file ends, with a later file of the same server after
+    it (a rotation), runs on until that server's next start."""
     by_source: dict[int, list[ServerStart]] = {}
     for s in starts:
         by_source.setdefault(s.source, []).append(s)
-    if len(by_source) <= 1:
+    spans_of: dict[int, list[LogSpan]] = {}
+    for sp in spans:
+        if sp.source:
+            spans_of.setdefault(sp.source, []).append(sp)
+    sources = set(by_source) | set(spans_of)
+    if len(sources) <= 1:
         ordered = tuple(sorted(starts, key=lambda s: (s.at, s.line)))
         name = ordered[0].where if ordered else ""
-        return [Server(name or "server log", frozenset(by_source), ordered)]
+        return [Server(name or "server log", frozenset(sources), ordered)]
     ranges: dict[int, tuple[dt.datetime, dt.datetime]] = {}
-    for source, own in by_source.items():
-        times = [s.at for s in own] + [s.ends_at for s in own if s.ends_at is not None]
-        times += [t for sp in spans if sp.source == source and source for t in (sp.start, sp.end)]
+    names: dict[int, str] = {}
+    for source in sources:
+        logged = by_source.get(source, [])
+        times = [s.at for s in logged] + [s.ends_at for s in logged if s.ends_at is not None]
+        times += [t for sp in spans_of.get(source, []) for t in (sp.start, sp.end)]
         ranges[source] = (min(times), max(times))
+        names[source] = logged[0].where if logged else ""
     # (sources, name stem, end of its latest log) per server
     lines: list[tuple[list[int], str, dt.datetime]] = []
-    for source in sorted(by_source, key=lambda src: (ranges[src][0], src)):
+    for source in sorted(sources, key=lambda src: (ranges[src][0], src)):
         begin, end = ranges[source]
-        stem = _stem(by_source[source][0].where)
+        stem = _stem(names[source])
         free = [k for k, line in enumerate(lines) if line[2] - ROTATION_OVERLAP <= begin]
-        same = [k for k in free if lines[k][1] == stem]
+        same = [k for k in free if lines[k][1] == stem or not stem or not lines[k][1]]
         pick = same[0] if same else (free[0] if free else None)
         if pick is None:
             lines.append(([source], stem, end))
         else:
             members, name, last = lines[pick]
-            lines[pick] = ([*members, source], name, max(last, end))
+            lines[pick] = ([*members, source], name or stem, max(last, end))
     out = []
     for members, _, _ in lines:
-        own = sorted((s for src in members for s in by_source[src]), key=lambda s: (s.at, s.line))
-        names = list(dict.fromkeys(by_source[src][0].where or "server log" for src in members))
-        name = names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1} later file(s))"
+        own: list[ServerStart] = []
+        for n, src in enumerate(members):
+            file_starts = sorted(by_source.get(src, []), key=lambda s: (s.at, s.line))
+            if file_starts and n + 1 < len(members) and not file_starts[-1].shut_down:
+                # its file ended, not the server: the next file goes on where it stopped
+                file_starts[-1] = replace(file_starts[-1], ends_at=None)
+            own += file_starts
+        own.sort(key=lambda s: (s.at, s.line))
+        shown = list(dict.fromkeys(names[src] for src in members if names[src]))
+        name = (shown[0] if shown else "server log") + (
+            f" (+{len(members) - 1} more file(s))" if len(members) > 1 else ""
+        )
         out.append(Server(name, frozenset(members), tuple(own)))
     return out
+
+
+def server_of_source(servers: Sequence[Server]) -> dict[int, int]:
+    """Each known log (artifact id) -> the index of its server."""
+    return {src: k for k, srv in enumerate(servers) for src in srv.sources if src}
+
+
+def pair_finishes(
+    requests: Requests,
+    finishes: Sequence[tuple[int, str, dt.datetime]],
+    server_of: dict[int, int],
+) -> tuple[Requests, int]:
+    """The requests with each unfinished one finished where another file of the same server
+    logged its Finish (a log rotated while it ran: Receive in ``server.log.1``, Finish in
+    ``server.log``); and how many were paired."""
+    if not finishes or not len(requests):
+        return requests, 0
+    ends: dict[tuple[int, str], int] = {}
+    for source, rid, at in finishes:
+        k = server_of.get(source)
+        if k is not None:
+            us = to_us(at)
+            ends[(k, rid)] = min(us, ends.get((k, rid), us))
+    if not ends:
+        return requests, 0
+    finished_us = requests.finished_us.copy()
+    open_rows = np.flatnonzero(finished_us == Requests.NOT_FINISHED)
+    paired = 0
+    rids = strings_at(requests.rid, open_rows)
+    for row, rid in zip(open_rows.tolist(), rids, strict=True):
+        k = server_of.get(int(requests.source[row]))
+        end = ends.get((k, rid)) if k is not None else None
+        if end is not None and end >= int(requests.received_us[row]):
+            finished_us[row] = end
+            paired += 1
+    if not paired:
+        return requests, 0
+    return (
+        Requests(requests.ref, requests.received_us, finished_us, requests.rid, requests.source),
+        paired,
+    )
 
 
 def owners(

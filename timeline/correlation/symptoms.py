@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -314,13 +314,18 @@ class RequestVerdict:
 
 
 def find_dropped_requests(
-    requests: Sequence[Request], log_spans: Sequence[LogSpan], timeout: dt.timedelta
+    requests: Sequence[Request],
+    log_spans: Sequence[LogSpan],
+    timeout: dt.timedelta,
+    server_of: Mapping[int, int] | None = None,
 ) -> RequestVerdict:
     """Requests received and not finished within ``timeout`` while the server kept logging.
 
     A request that finished after the timeout is dropped too (late). One never finished whose
     deadline (received + timeout) no log span covers is of unknown fate, not dropped: the log
-    may simply have ended.
+    may simply have ended. With ``server_of`` (log -> server), a request counts as covered only
+    by the logs of its own server: another server logging on says nothing of it (a copy of
+    node-b's log taken while a request ran, node-a's log going on).
     """
     if not requests:
         return RequestVerdict([], ())
@@ -332,8 +337,7 @@ def find_dropped_requests(
     deadline = received + np.int64(round(timeout_ms))
     never = ~done
     late = done & (finished > deadline)
-    span_starts, span_ends = merge_spans(log_spans)
-    covered = _covered(span_starts, span_ends, deadline)
+    covered = _covered_by_own_server(table, log_spans, deadline, server_of)
     dropped: list[Symptom] = []
     limit = fmt_duration(timeout)
     kind = SymptomKind.DROPPED_REQUEST
@@ -357,6 +361,32 @@ def find_dropped_requests(
             )
             dropped.append(Symptom.fast(kind, received_at, None, title, (ref,)))
     return RequestVerdict(dropped, table.take(np.flatnonzero(never & ~covered)))
+
+
+def _covered_by_own_server(
+    table: Requests,
+    log_spans: Sequence[LogSpan],
+    deadline: NDArray[np.int64],
+    server_of: Mapping[int, int] | None,
+) -> NDArray[np.bool_]:
+    """Whether a log span of the request's own server covers its deadline (any span, for a
+    request of no known log or without ``server_of``)."""
+    span_starts, span_ends = merge_spans(log_spans)
+    if not server_of or len(set(server_of.values())) < 2 or not table.source.any():
+        return _covered(span_starts, span_ends, deadline)
+    sources, inverse = np.unique(table.source, return_inverse=True)
+    keys = np.array([server_of.get(int(src), -1) for src in sources.tolist()], dtype=np.int64)
+    keys = keys[inverse]
+    covered = np.zeros(deadline.size, dtype=bool)
+    unknown = keys == -1
+    if unknown.any():
+        covered[unknown] = _covered(span_starts, span_ends, deadline[unknown])
+    for k in np.unique(keys[~unknown]).tolist():
+        mine = keys == k
+        own = [sp for sp in log_spans if server_of.get(sp.source) == k]
+        starts_k, ends_k = merge_spans(own)
+        covered[mine] = _covered(starts_k, ends_k, deadline[mine])
+    return covered
 
 
 # --- harness --------------------------------------------------------------------------------------

@@ -86,6 +86,7 @@ class ServerStart:
     ends_at: dt.datetime | None = None
     where: str = ""  # the log file, for reasons: "server.log"
     source: int = 0  # that log's artifact id (0: not known)
+    shut_down: bool = False  # the log shows it going down (else it ends where its log ends)
 
 
 @dataclass(frozen=True)
@@ -424,6 +425,8 @@ class Inputs:
     # Config changes the incident's git log patches show but could not be read: a value that
     # ran with no record may have been recorded in one of them.
     unread_changes: int = 0
+    # Finish lines whose Receive is in another file (a rotated log): (log source, rid, time).
+    finishes: tuple[tuple[int, str, dt.datetime], ...] = ()
 
 
 @dataclass(frozen=True)
