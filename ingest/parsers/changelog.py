@@ -183,6 +183,9 @@ def _dated_item(
     return ChangelogItem(at=at, line=line, text=text, rest=rest)
 
 
+_REMARK = re.compile(r"(?:^|(?<=\s))\([^()]*\s[^()]*\)")
+
+
 def _clean(word: str) -> str:
     word = word.strip("`'\"()[],;:*")
     return word[:-1] if word.endswith(".") else word
@@ -192,6 +195,9 @@ def _item_settings(rest: str) -> list[tuple[str, str | None, str | None]]:
     """(key, old, new) for each setting an item's words name."""
     for arrow in _ARROWS:
         rest = rest.replace(arrow, " -> ")
+    # A remark in parentheses ("set --enable-mixed-chunk (mix prefill into decode batches)")
+    # is prose, not the flag's value.
+    rest = _REMARK.sub(" ", rest)
     words = [_clean(w) for w in rest.split()]
     words = [w for w in words if w]
     lower = [w.lower() for w in words]

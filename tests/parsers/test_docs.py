@@ -558,6 +558,23 @@ def test_changelog_old_and_new_values_from_words_and_arrows() -> None:
     ]
 
 
+def test_a_remark_in_parentheses_is_prose_not_the_flags_value() -> None:
+    # An end-to-end review (stop 30) saw `set --enable-mixed-chunk (mix prefill into decode
+    # batches)` read as --enable-mixed-chunk='mix', then "documented, not deployed" beside a
+    # log that ran True.
+    text = log(
+        "2026-11-20 09:00 set --enable-mixed-chunk (mix prefill into decode batches)",
+        "2026-11-20 09:05 set --disable-radix-cache (prefix cache corrupts)",
+        "2026-11-20 09:10 set --chunked-prefill-size 8192 (was 4096)",
+    )
+    got = [(c.key, c.old, c.new) for c in changelog_changes(text, path="t.md", ref="r", tz=PST)]
+    assert got == [
+        ("--enable-mixed-chunk", None, "true"),
+        ("--disable-radix-cache", None, "true"),
+        ("--chunked-prefill-size", None, "8192"),
+    ]
+
+
 def test_changelog_remove_and_unset_give_no_new_value() -> None:
     text = log(
         "2026-11-20 17:00 remove SGLANG_SM120_MMA_TARGET_CTAS=512",
