@@ -132,6 +132,7 @@ def test_a_container_setting_no_server_args_line_shows_is_assumed_live_at_the_ne
     image = keys["services.sglang.image"]
     assert image.live is not None and image.live.assumed and image.live.live_at == at(13)
     assert image.reasons[0].startswith("assumed live from the start at 2026-11-20 13:00 UTC")
+    assert image.live.live_where == "server.log:400"  # the start, though the value is assumed
     # A doc table's row is prose (mostly flags in words): the ServerArgs line still judges it.
     assert "Docker image" not in keys
     # A launch flag that names no ServerArgs field still did not run.

@@ -463,7 +463,7 @@ class LiveFacts:
     before: str | None  # the value at last known good
     after: str | None  # the value live at the first bad moment
     live_at: dt.datetime | None  # the restart that put ``after`` live (None: live throughout)
-    live_where: str  # "server.log:812" (the ServerArgs line), or "" when assumed
+    live_where: str  # "server.log:812": the start it went live at (its ServerArgs line)
     assumed: bool  # the value was not logged: read from the recorded changes
     verdict: str  # "convicted", "open" or "cleared"
     evidence_for: tuple[str, ...] = ()

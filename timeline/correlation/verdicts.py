@@ -259,7 +259,7 @@ def _suspect(
         before=before,
         after=after,
         live_at=live_at.begin,
-        live_where="" if assumed else live_at.where,
+        live_where=live_at.where,  # the start it went live at (assumed or shown)
         assumed=assumed,
         verdict=verdict,
         evidence_for=ev.for_lines,
