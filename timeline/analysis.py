@@ -380,8 +380,8 @@ def _load_series(incident: Incident) -> tuple[Series, ...]:
     (:class:`Times` in ms, :class:`Floats`): no Python object per sample."""
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT id, name, labels FROM timeline_series WHERE incident_id = %s AND name = ANY(%s)"
-            " ORDER BY name, id",
+            "SELECT id, name, labels, origin FROM timeline_series "
+            "WHERE incident_id = %s AND name = ANY(%s) ORDER BY name, id",
             [incident.pk, list(ENGINE_SERIES)],
         )
         series_rows = cur.fetchall()
@@ -389,7 +389,7 @@ def _load_series(incident: Incident) -> tuple[Series, ...]:
             return ()
     stored = reader.samples_read([row[0] for row in series_rows])
     out = []
-    for series_id, name, labels in series_rows:
+    for series_id, name, labels, origin in series_rows:
         if series_id not in stored:
             continue
         ts_ms, values = stored[series_id]
@@ -403,6 +403,7 @@ def _load_series(incident: Incident) -> tuple[Series, ...]:
                 labels=tuple(sorted((str(k), str(v)) for k, v in label_map.items())),
                 ts=Times(ts_ms.astype(np.int64, copy=False)),
                 values=Floats(values.astype(np.float64, copy=False)),
+                origin=origin or "",
             )
         )
     return tuple(out)

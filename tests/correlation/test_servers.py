@@ -8,6 +8,7 @@ the guilty change read as "no effective difference"."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import itertools
 
@@ -209,3 +210,39 @@ def test_a_drained_control_that_ran_the_value_is_not_said_to_have_carried_load()
     top = result.suspects[0]
     assert top.live is not None and top.live.key == "chunked_prefill_size"
     assert not [e for e in top.live.evidence_against if "control" in e]
+
+
+def test_one_nodes_wedge_in_its_own_batch_lines_is_not_hidden_by_the_other_node():
+    # No request lines, only each log's batch lines: node-a stops generating at 14:00 with
+    # requests running, node-b keeps going. Merged (running = max, throughput = sum), the fleet
+    # looked healthy; each log's series judged on its own, node-a is wedged.
+    from tests.correlation.builders import minutes, series, window
+
+    times = minutes(at(7), at(17))
+    a_wedged = window(at(14), at(17), 0.0, 900.0)
+
+    def of(origin: str, running: float, throughput) -> tuple:
+        return tuple(
+            dataclasses.replace(s, origin=origin)
+            for s in (
+                series("sglang:num_running_reqs", times, lambda t: running),
+                series("sglang:gen_throughput", times, throughput),
+            )
+        )
+
+    inputs = fleet_incident()
+    result = analyze(
+        Inputs(
+            changes=inputs.changes,
+            starts=inputs.starts,
+            series=(
+                *of("node-a.log", 6.0, a_wedged),
+                *of("node-b.log", 10.0, lambda t: 900.0),
+            ),
+            log_spans=inputs.log_spans,
+        )
+    )
+    assert result.first_bad == at(14)
+    assert any("the analysis follows node-a.log" in w for w in result.warnings)
+    top = result.suspects[0]
+    assert top.live is not None and top.live.key == "chunked_prefill_size"

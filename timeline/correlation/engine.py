@@ -108,6 +108,33 @@ def _check_wedges(inputs: Inputs, metrics: Metrics, warnings: list[str]) -> list
     return find_wedges(metrics, inputs.params)
 
 
+def _fleet_wedges(
+    inputs: Inputs, servers: Sequence[fleet.Server], metrics: Metrics, warnings: list[str]
+) -> list[Symptom]:
+    """Wedges. With several servers' logs, each server's batch-line series are judged on
+    their own: merged (running = max, throughput = sum), one node's stopped generation hid
+    behind another's. Series of no server (Prometheus, exports) are judged together."""
+    if sum(1 for s in servers if s.starts) < 2:
+        return _check_wedges(inputs, metrics, warnings)
+    own, rest = fleet.series_by_server(servers, inputs.series)
+    if not any(own):
+        return _check_wedges(inputs, metrics, warnings)
+    found: list[Symptom] = []
+    for server, series in zip(servers, own, strict=True):
+        mine = prepare_metrics(series)
+        if (
+            series
+            and mine.running is not None
+            and (mine.throughput is not None or mine.gpu_util is not None)
+        ):
+            origin = server.starts[0].where
+            found += [replace(w, origin=origin) for w in find_wedges(mine, inputs.params)]
+    if rest:
+        rest_inputs = replace(inputs, series=tuple(rest))
+        found += _check_wedges(rest_inputs, prepare_metrics(rest), warnings)
+    return found
+
+
 def _check_requests(
     inputs: Inputs, warnings: list[str], server_of: dict[int, int] | None = None
 ) -> list[Symptom]:
@@ -298,7 +325,9 @@ def analyze(inputs: Inputs) -> Result:
             "file (a rotated log): read as one request each"
         )
     metrics = prepare_metrics(inputs.series)
-    found = _check_wedges(inputs, metrics, warnings) + _check_requests(inputs, warnings, server_of)
+    found = _fleet_wedges(inputs, servers, metrics, warnings) + _check_requests(
+        inputs, warnings, server_of
+    )
     if inputs.harness:
         found += find_harness_failures(inputs.harness)
     else:
@@ -503,15 +532,22 @@ def _one_server(
         return inputs, found, load, []
     focused = servers[k]
     own_requests = fleet.requests_of(table, focused)
+    own_series, _ = fleet.series_by_server(servers, inputs.series)
+
+    def own_load(j: int, requests: Requests) -> Load | None:
+        # A server's load is its own requests (or its own batch lines): the metrics read
+        # from every log together are the fleet's (one node busy, another drained).
+        if len(requests):
+            return load_from_requests(requests)
+        return load_from_metrics(prepare_metrics(own_series[j])) if own_series[j] else None
+
     controls: Controls = []
     for j, server in enumerate(servers):
         if j == k:
             continue
         theirs = fleet.requests_of(table, server)
         symptoms = [s for s, o in zip(found, owner, strict=True) if o == j]
-        # A server's load is its own requests: the metrics read from every log are the
-        # fleet's (one node busy, another drained).
-        their_load = load_from_requests(theirs) if len(theirs) else None
+        their_load = own_load(j, theirs)
         rough = build_intervals(server.starts, recorded, symptoms, theirs, their_load, until)
         params = inputs.params
         kept, _ = cut_by_restart(symptoms, theirs, rough, params.request_timeout)
@@ -527,8 +563,7 @@ def _one_server(
     )
     mine = [s for s, o in zip(found, owner, strict=True) if o in (None, k)]
     inputs = replace(inputs, starts=focused.starts, requests=own_requests)
-    if len(own_requests):
-        load = load_from_requests(own_requests)
+    load = own_load(k, own_requests) or load
     return inputs, mine, load, controls
 
 

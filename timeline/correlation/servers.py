@@ -31,6 +31,7 @@ from timeline.correlation.types import (
     LogSpan,
     LogSymptom,
     Requests,
+    Series,
     ServerStart,
     Symptom,
     strings_at,
@@ -113,6 +114,23 @@ def group(starts: Sequence[ServerStart], spans: Sequence[LogSpan]) -> list[Serve
     return out
 
 
+def series_by_server(
+    servers: Sequence[Server], series: Sequence[Series]
+) -> tuple[list[list[Series]], list[Series]]:
+    """Each server's own series (read from its logs' batch lines: their origin is one of its
+    files), and the rest (Prometheus, exports: no server of their own)."""
+    index = {s.where: k for k, srv in enumerate(servers) for s in srv.starts if s.where}
+    own: list[list[Series]] = [[] for _ in servers]
+    rest: list[Series] = []
+    for s in series:
+        k = index.get(s.origin) if s.origin else None
+        if k is None:
+            rest.append(s)
+        else:
+            own[k].append(s)
+    return own, rest
+
+
 def server_of_source(servers: Sequence[Server]) -> dict[int, int]:
     """Each known log (artifact id) -> the index of its server."""
     return {src: k for k, srv in enumerate(servers) for src in srv.sources if src}
@@ -164,12 +182,16 @@ def owners(
     log, or a dropped or stalled request's; None for a symptom of no log (a metric, a harness).
     """
     index = {src: k for k, srv in enumerate(servers) for src in srv.sources if src}
+    by_name = {s.where: k for k, srv in enumerate(servers) for s in srv.starts if s.where}
     of_error = {e.ref: index.get(e.source) for e in errors}
     order = np.argsort(requests.ref, kind="stable")
     refs = requests.ref[order]
     sources = requests.source[order]
     out: list[int | None] = []
     for s in symptoms:
+        if s.origin:  # a wedge in one log's batch lines
+            out.append(by_name.get(s.origin))
+            continue
         if not s.refs:
             out.append(None)
             continue

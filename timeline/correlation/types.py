@@ -59,6 +59,7 @@ class Series:
     labels: tuple[tuple[str, str], ...]
     ts: Sequence[dt.datetime]  # a tuple, or Times (int64 ms, as the metrics store keeps them)
     values: Sequence[float]  # a tuple, or Floats
+    origin: str = ""  # the server log its samples were read from (batch lines), else ""
 
 
 @dataclass(frozen=True)
@@ -436,6 +437,7 @@ class Symptom:
     ends_at: dt.datetime | None
     title: str
     refs: tuple[int, ...] = ()
+    origin: str = ""  # the server log whose series showed it (a wedge in its batch lines)
 
     @classmethod
     def fast(
@@ -450,7 +452,9 @@ class Symptom:
         incident: the fields set in the instance dict, where the frozen dataclass' __init__
         takes five ``object.__setattr__`` calls (half the time; there is nothing else in it)."""
         symptom = object.__new__(cls)
-        symptom.__dict__.update(kind=kind, at=at, ends_at=ends_at, title=title, refs=refs)
+        symptom.__dict__.update(
+            kind=kind, at=at, ends_at=ends_at, title=title, refs=refs, origin=""
+        )
         return symptom
 
 
