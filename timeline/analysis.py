@@ -118,7 +118,7 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
             # Remote series the engine reads: their raw samples for the incident's window, not
             # stored.
             remote_series, remote_warnings = remote.engine_series(incident, ENGINE_SERIES)
-            unread = _config_unread(cur, incident)
+            unread_count, unread = _config_unread(cur, incident)
             if pool is None:
                 requests = _load_requests_from(cur, incident)
                 harness = _load_harness_from(cur, incident)
@@ -138,7 +138,7 @@ def load_inputs(incident: Incident, params: Params | None = None) -> Inputs:
         marks=Marks(last_good=incident.last_good_at, first_bad=incident.first_bad_at),
         params=params or Params(),
         warnings=remote_warnings + unread + zones,
-        unread_changes=_unread_count(unread),
+        unread_changes=unread_count,
         finishes=finishes,
     )
 
@@ -151,30 +151,16 @@ def _orphan_finishes(rows: Sequence[Any]) -> tuple[tuple[int, str, dt.datetime],
         source, raw = row[3], _json(row[4])
         if isinstance(raw, dict):
             for rid, stamp in raw.items():
-                when = _iso_time(stamp)
+                when = live_inputs.iso_or_none(stamp)
                 if when is not None:
                     out.append((source, str(rid), when))
     return tuple(out)
 
 
-def _iso_time(value: Any) -> dt.datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        t = dt.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return t if t.utcoffset() is not None else None
-
-
-def _unread_count(unread: tuple[str, ...]) -> int:
-    """The count :func:`_config_unread`'s caveat opens with (0: none)."""
-    return int(unread[0].split(" ", 1)[0]) if unread else 0
-
-
-def _config_unread(cur: Any, incident: Incident) -> tuple[str, ...]:
-    """A caveat when the incident's files show config changes they could not read (a saved
-    `git log -p` whose hunks lack the lines around a change): the suspects may miss them."""
+def _config_unread(cur: Any, incident: Incident) -> tuple[int, tuple[str, ...]]:
+    """How many config changes the incident's files show but could not read (a saved
+    `git log -p` whose hunks lack the lines around a change), and the caveat saying so: the
+    suspects may miss them."""
     cur.execute(
         "SELECT COALESCE(SUM((counts->>'config_unread')::int), 0), "
         "COUNT(*) FILTER (WHERE counts ? 'config_unread') FROM timeline_artifact "
@@ -184,8 +170,8 @@ def _config_unread(cur: Any, incident: Incident) -> tuple[str, ...]:
     row = cur.fetchone()
     total, files = (int(row[0]), int(row[1])) if row else (0, 0)
     if not total:
-        return ()
-    return (
+        return 0, ()
+    return total, (
         f"{total} config file change(s) shown in {files} git log file(s) could not be read "
         "(their patches lack the lines around the change; each is named in its file's "
         "warnings): the suspects may miss them. Saved with `git log -p --parents "

@@ -23,7 +23,8 @@ def _str_map(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
-def _iso_or_none(value: Any) -> dt.datetime | None:
+def iso_or_none(value: Any) -> dt.datetime | None:
+    """An aware time from its ISO text in attrs (None: missing, unreadable or naive)."""
     if not isinstance(value, str) or not value:
         return None
     try:
@@ -57,7 +58,7 @@ def load_live(
                 line=line if isinstance(line, int) else 0,
                 server_args=_str_map(attrs.get("server_args")),
                 env=_str_map(attrs.get("env")),
-                ready_at=_iso_or_none(attrs.get("ready_at")),
+                ready_at=iso_or_none(attrs.get("ready_at")),
                 ends_at=None if ends is None else from_us(ends),
                 where=name,
                 source=source,
